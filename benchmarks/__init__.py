@@ -1,0 +1,1 @@
+"""Benchmarks for ocp-analytics: a seeded document generator and figure scripts."""

@@ -1,0 +1,32 @@
+"""ocp-analytics: columnar analytics for OCP run documents."""
+
+from ocp_analytics.dataset import Dataset, scan_dataset
+from ocp_analytics.exceptions import (
+    DatasetError,
+    MissingExtraError,
+    OcpAnalyticsError,
+    RuleError,
+    SourceError,
+    StrictIngestError,
+)
+from ocp_analytics.ingest import IngestSummary, ingest
+from ocp_analytics.rules import Rule, ScoreTarget, read_rules_file
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Dataset",
+    "DatasetError",
+    "IngestSummary",
+    "MissingExtraError",
+    "OcpAnalyticsError",
+    "Rule",
+    "RuleError",
+    "ScoreTarget",
+    "SourceError",
+    "StrictIngestError",
+    "__version__",
+    "ingest",
+    "read_rules_file",
+    "scan_dataset",
+]

@@ -1,0 +1,203 @@
+"""The on-disk Parquet dataset: layout, atomic writes, manifest and scans.
+
+Layout::
+
+    DATASET/
+      ocp-dataset.json          format marker
+      _batches/NNNNNNNN.json    one commit record per batch (the manifest)
+      runs/ attempts/ signals/ rules/ artifacts/ findings/ quarantine/
+                                Parquet parts named <batch_id>-<part>.parquet
+
+Each Parquet part is written under a temporary name and renamed into place;
+a batch becomes visible only when its commit record is renamed into
+``_batches/``, and readers read only the parts that committed records list.
+A crash at any point therefore leaves the dataset as it was before the
+batch; the next ingest removes the orphaned parts and redoes the batch.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ocp_analytics import schemas as S
+from ocp_analytics.exceptions import DatasetError, hint
+
+FORMAT = {"format": "ocp-analytics-dataset", "version": 1}
+MARKER = "ocp-dataset.json"
+BATCHES = "_batches"
+
+
+def _atomic_write_bytes(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with tmp.open("wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def write_parquet_atomic(table: pa.Table, path: Path) -> None:
+    """Write a Parquet file under a temporary name, then rename it into place."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    pq.write_table(table, tmp, compression="zstd")
+    os.replace(tmp, path)
+
+
+def is_dataset(path: str | Path) -> bool:
+    """True when ``path`` is an ocp-analytics dataset folder."""
+    return (Path(path) / MARKER).is_file()
+
+
+def create(path: str | Path) -> Path:
+    """Create an empty dataset folder (or return an existing one)."""
+    root = Path(path)
+    if root.exists() and not root.is_dir():
+        raise DatasetError(hint(f"{str(root)!r} exists and is not a folder.",
+                                "choose another --out path."))
+    if root.is_dir() and any(root.iterdir()) and not is_dataset(root):
+        raise DatasetError(hint(f"{str(root)!r} is a non-empty folder that is not a dataset.",
+                                "give an empty or new folder, or an existing dataset."))
+    for name in (BATCHES, *S.TABLES):
+        (root / name).mkdir(parents=True, exist_ok=True)
+    if not is_dataset(root):
+        _atomic_write_bytes(root / MARKER, orjson.dumps(FORMAT))
+    return root
+
+
+def open_existing(path: str | Path) -> Path:
+    """Check that ``path`` is a dataset and return it."""
+    root = Path(path)
+    if not is_dataset(root):
+        raise DatasetError(hint(f"{str(root)!r} is not an ocp-analytics dataset "
+                                f"(no {MARKER}).",
+                                "create one with: ocp-analytics ingest SOURCE --out "
+                                f"{root}"))
+    return root
+
+
+@contextmanager
+def locked(root: Path) -> Iterator[None]:
+    """Hold the dataset's write lock (one ingest at a time)."""
+    with (root / ".lock").open("a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            raise DatasetError(hint(f"another process is writing to {str(root)!r}.",
+                                    "wait for it to finish, then run again.")) from exc
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def read_commits(root: Path) -> list[dict[str, Any]]:
+    """Every committed batch record, oldest first."""
+    records = []
+    for p in sorted((root / BATCHES).glob("*.json")):
+        records.append(orjson.loads(p.read_bytes()))
+    return records
+
+
+def commit(root: Path, record: dict[str, Any]) -> None:
+    """Make a batch visible: write its record atomically, last."""
+    _atomic_write_bytes(root / BATCHES / f"{record['seq']:08d}.json",
+                        orjson.dumps(record, option=orjson.OPT_INDENT_2))
+
+
+def remove_orphans(root: Path, records: list[dict[str, Any]]) -> int:
+    """Delete parts no committed record lists (left by a crash); count them."""
+    listed = {f for r in records for files in r["files"].values() for f in files}
+    removed = 0
+    for table in S.TABLES:
+        for p in (root / table).iterdir():
+            rel = f"{table}/{p.name}"
+            if p.name.endswith(".tmp") or rel not in listed:
+                p.unlink()
+                removed += 1
+    return removed
+
+
+@dataclass
+class Dataset:
+    """The tables of a dataset as LazyFrames, current run versions only.
+
+    Attributes ``runs``, ``attempts``, ``signals``, ``rules``, ``artifacts``,
+    ``findings`` and ``quarantine``; ``manifest`` is an eager DataFrame of
+    ingested sources. Index it like a mapping: ``ds["runs"]``.
+    """
+
+    path: Path
+    frames: dict[str, pl.LazyFrame] = field(default_factory=dict)
+    manifest: pl.DataFrame = field(default_factory=pl.DataFrame)
+
+    def __getitem__(self, name: str) -> pl.LazyFrame:
+        return self.frames[name]
+
+    def __getattr__(self, name: str) -> pl.LazyFrame:
+        frames = self.__dict__.get("frames", {})
+        if name in frames:
+            return frames[name]
+        raise AttributeError(name)
+
+
+def _scan(root: Path, files: list[str], table: str) -> pl.LazyFrame:
+    if not files:
+        return pl.LazyFrame(schema=S.polars_schema(table))
+    return pl.scan_parquet([str(root / f) for f in files], schema=S.polars_schema(table))
+
+
+def table_files(root: Path, records: list[dict[str, Any]], table: str) -> list[str]:
+    """The committed part files of a table, relative to the dataset root."""
+    return [f for r in records for f in r["files"].get(table, [])]
+
+
+def scan_dataset(path: str | Path) -> Dataset:
+    """Scan a dataset: one LazyFrame per table, holding each run's current version.
+
+    A run id ingested again with new content replaces its older version for
+    every table; ``quarantine`` holds every quarantined document.
+
+    Examples
+    --------
+    >>> import ocp_analytics as oa, tempfile
+    >>> out = tempfile.mkdtemp() + "/ds"
+    >>> _ = oa.ingest(["tests/data/examples/v0.3/solo.ocp.json"], out)
+    >>> oa.scan_dataset(out).runs.select("run_id", "n_attempts").collect().rows()
+    [('run_ex_solo', 1)]
+    """
+    root = open_existing(path)
+    records = read_commits(root)
+    frames = {t: _scan(root, table_files(root, records, t), t) for t in S.TABLES}
+    if any(r.get("superseding", 0) for r in records):
+        current = frames["runs"].group_by("run_id").agg(pl.col("doc_id").max()).select("doc_id")
+        for t in S.RUN_TABLES:
+            frames[t] = frames[t].join(current, on="doc_id", how="semi")
+    return Dataset(root, frames, manifest_frame(records))
+
+
+_MANIFEST_SCHEMA = {
+    "batch_id": pl.String, "seq": pl.Int64, "committed_at": pl.String, "path": pl.String,
+    "size": pl.Int64, "sha256": pl.String, "documents": pl.Int64, "runs_new": pl.Int64,
+    "runs_replaced": pl.Int64, "runs_unchanged": pl.Int64, "quarantined": pl.Int64,
+    "findings": pl.Int64,
+}
+
+
+def manifest_frame(records: list[dict[str, Any]]) -> pl.DataFrame:
+    """One row per ingested source: path, size, hash, batch and counts."""
+    rows = [
+        {"batch_id": r["batch_id"], "seq": r["seq"], "committed_at": r["committed_at"], **s}
+        for r in records for s in r["sources"]
+    ]
+    return pl.DataFrame(rows, schema=_MANIFEST_SCHEMA)

@@ -1,0 +1,340 @@
+"""Ingest OCP run documents into a dataset: find, decode, flatten, write.
+
+Bad input never aborts a batch and never vanishes: it lands in
+``quarantine`` (not a readable run) or ``findings`` (a defect inside a run),
+and the summary reconciles: documents read = runs written (new, replaced,
+unchanged) + quarantined.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+import polars as pl
+
+from ocp_analytics import dataset as D
+from ocp_analytics import schemas as S
+from ocp_analytics.decode import decode_texts
+from ocp_analytics.exceptions import StrictIngestError, hint
+from ocp_analytics.sources import ReadProblem, Source, find_sources, read_chunks
+from ocp_analytics.tables import ChunkMeta, ChunkTables, build_tables, quarantine_frame, to_arrow
+
+CHUNK_DOCS = 50_000
+COMMIT_DOCS = 1_000_000
+
+
+class Progress(Protocol):
+    """Receives progress of a long ingest; the default does nothing."""
+
+    def start(self, total_bytes: int) -> None: ...
+    def advance(self, documents: int, nbytes: int) -> None: ...
+    def stop(self) -> None: ...
+
+
+class _Silent:
+    def start(self, total_bytes: int) -> None:
+        pass
+
+    def advance(self, documents: int, nbytes: int) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+
+@dataclass
+class SourceSummary:
+    """What one source contributed to an ingest."""
+
+    path: str
+    size: int
+    sha256: str
+    documents: int = 0
+    runs_new: int = 0
+    runs_replaced: int = 0
+    runs_unchanged: int = 0
+    quarantined: int = 0
+    findings: int = 0
+    skipped: bool = False  # already ingested with the same content
+
+    def record(self) -> dict[str, Any]:
+        """The manifest entry of this source."""
+        keys = ("path", "size", "sha256", "documents", "runs_new", "runs_replaced",
+                "runs_unchanged", "quarantined", "findings")
+        return {k: getattr(self, k) for k in keys}
+
+
+@dataclass
+class IngestSummary:
+    """The reconciled outcome of one ingest.
+
+    ``documents_read == runs_new + runs_replaced + runs_unchanged + quarantined``
+    always holds (:attr:`reconciles`).
+    """
+
+    dataset: Path
+    sources: list[SourceSummary] = field(default_factory=list)
+    findings_by_code: Counter[str] = field(default_factory=Counter)
+    quarantine_by_code: Counter[str] = field(default_factory=Counter)
+    batches: list[str] = field(default_factory=list)
+    orphans_removed: int = 0
+    seconds: float = 0.0
+
+    def _sum(self, key: str) -> int:
+        return sum(getattr(s, key) for s in self.sources)
+
+    documents_read = property(lambda self: self._sum("documents"))
+    runs_new = property(lambda self: self._sum("runs_new"))
+    runs_replaced = property(lambda self: self._sum("runs_replaced"))
+    runs_unchanged = property(lambda self: self._sum("runs_unchanged"))
+    quarantined = property(lambda self: self._sum("quarantined"))
+
+    @property
+    def runs_written(self) -> int:
+        """New + replaced + unchanged runs."""
+        return self.runs_new + self.runs_replaced + self.runs_unchanged
+
+    @property
+    def reconciles(self) -> bool:
+        """Whether documents read = runs written + quarantined."""
+        return self.documents_read == self.runs_written + self.quarantined
+
+    def __str__(self) -> str:
+        skipped = sum(s.skipped for s in self.sources)
+        rate = self.documents_read / self.seconds if self.seconds else 0.0
+        lines = [
+            f"dataset: {self.dataset}",
+            f"sources: {len(self.sources)} ({skipped} already ingested, skipped)",
+            f"documents read: {self.documents_read:,} = runs written {self.runs_written:,} "
+            f"(new {self.runs_new:,}, replaced {self.runs_replaced:,}, unchanged "
+            f"{self.runs_unchanged:,}) + quarantined {self.quarantined:,}"
+            + ("" if self.reconciles else "  ** DOES NOT RECONCILE **"),
+            f"time: {self.seconds:.2f} s ({rate:,.0f} documents/s)",
+        ]
+        if self.quarantine_by_code:
+            lines.append("quarantined by code: " + _counts(self.quarantine_by_code))
+        if self.findings_by_code:
+            lines.append("findings by code: " + _counts(self.findings_by_code))
+        if self.orphans_removed:
+            lines.append(f"removed {self.orphans_removed} part(s) left by an interrupted ingest")
+        return "\n".join(lines)
+
+
+def _counts(c: Counter[str]) -> str:
+    return ", ".join(f"{k} {v:,}" for k, v in sorted(c.items()))
+
+
+class _Batch:
+    """Parts written for one batch, committed together."""
+
+    def __init__(self, root: Path, seq: int) -> None:
+        self.root, self.seq = root, seq
+        self.batch_id = f"{seq:08d}-{uuid.uuid4().hex[:8]}"
+        self.files: dict[str, list[str]] = {t: [] for t in S.TABLES}
+        self.sources: list[SourceSummary] = []
+        self.next_doc = 0
+        self.parts = 0
+        self.superseding = 0
+
+    def doc_id_base(self, n: int) -> int:
+        base = (self.seq << 32) + self.next_doc
+        self.next_doc += n
+        return base
+
+    def write(self, frames: dict[str, pl.DataFrame]) -> None:
+        for table, frame in frames.items():
+            if frame.height == 0:
+                continue
+            rel = f"{table}/{self.batch_id}-{self.parts:05d}.parquet"
+            D.write_parquet_atomic(to_arrow(frame, table), self.root / rel)
+            self.files[table].append(rel)
+        self.parts += 1
+
+    @property
+    def documents(self) -> int:
+        return sum(s.documents for s in self.sources)
+
+    def commit(self) -> None:
+        D.commit(self.root, {
+            "batch_id": self.batch_id,
+            "seq": self.seq,
+            "committed_at": datetime.now(UTC).isoformat(),
+            "files": self.files,
+            "sources": [s.record() for s in self.sources],
+            "superseding": self.superseding,
+        })
+
+
+def _load_known(root: Path, records: list[dict[str, Any]]) -> pl.DataFrame:
+    """(run_id, content hash) of every current run already committed."""
+    if not D.table_files(root, records, "runs"):
+        return pl.DataFrame(schema={"run_id": pl.String, "h": pl.UInt64})
+    runs = D.scan_dataset(root).runs
+    return runs.select("run_id", pl.col("doc_sha256").hash().alias("h")).collect()
+
+
+def _classify(runs: pl.DataFrame, known: pl.DataFrame) -> pl.DataFrame:
+    """Label each run of a chunk new / replaced / unchanged against what came before."""
+    r = (
+        runs.select("run_id", "doc_id", pl.col("doc_sha256").hash().alias("h"))
+        .join(known.rename({"h": "kh"}), on="run_id", how="left")
+        .sort("doc_id")
+    )
+    prev = pl.col("h").shift(1).over("run_id")
+    ref = pl.when(prev.is_not_null()).then(prev).otherwise(pl.col("kh"))
+    status = (
+        pl.when(ref.is_null()).then(pl.lit("new"))
+        .when(ref == pl.col("h")).then(pl.lit("unchanged"))
+        .otherwise(pl.lit("replaced"))
+    )
+    return r.with_columns(status.alias("status"))
+
+
+def _quarantine_problems(
+    problems: list[ReadProblem], source: Source, batch_id: str
+) -> pl.DataFrame:
+    meta = ChunkMeta(source.path, [p.message for p in problems],
+                     [p.line for p in problems], [None] * len(problems))
+    rows = [(i, "truncated", p.message, None) for i, p in enumerate(problems)]
+    return quarantine_frame(rows, meta, batch_id)
+
+
+class _Ingest:
+    def __init__(self, root: Path, chunk_docs: int, commit_docs: int, progress: Progress) -> None:
+        self.root, self.chunk_docs, self.commit_docs = root, chunk_docs, commit_docs
+        self.progress = progress
+        records = D.read_commits(root)
+        self.summary = IngestSummary(root)
+        self.summary.orphans_removed = D.remove_orphans(root, records)
+        self.done = {(s["path"], s["sha256"]) for r in records for s in r["sources"]}
+        self.known = _load_known(root, records)
+        self.next_seq = max((r["seq"] for r in records), default=0) + 1
+        self.batch = _Batch(root, self.next_seq)
+
+    def run(self, sources: list[Source]) -> IngestSummary:
+        self.progress.start(sum(s.size for s in sources))
+        for source in sources:
+            summary = SourceSummary(source.path, source.size, source.sha256)
+            self.summary.sources.append(summary)
+            if (source.path, source.sha256) in self.done:
+                summary.skipped = True
+                self.progress.advance(0, source.size)
+                continue
+            self.ingest_source(source, summary)
+            self.done.add((source.path, source.sha256))
+            if self.batch.documents >= self.commit_docs:
+                self.commit()
+        self.commit()
+        self.progress.stop()
+        return self.summary
+
+    def ingest_source(self, source: Source, summary: SourceSummary) -> None:
+        problems: list[ReadProblem] = []
+        self.batch.sources.append(summary)
+        for meta, cut in read_chunks(source, self.chunk_docs, problems):
+            decoded = decode_texts(meta.texts, cut)
+            base = self.batch.doc_id_base(len(meta.texts))
+            tables = build_tables(decoded, meta, base, self.batch.batch_id)
+            self.write_chunk(tables, summary, len(meta.texts))
+            self.progress.advance(len(meta.texts), 0)
+        if problems:
+            q = _quarantine_problems(problems, source, self.batch.batch_id)
+            self.batch.write({"quarantine": q})
+            summary.documents += q.height
+            summary.quarantined += q.height
+            self.summary.quarantine_by_code.update(q.get_column("code").to_list())
+        self.progress.advance(0, source.size)
+
+    def write_chunk(self, tables: ChunkTables, summary: SourceSummary, n_texts: int) -> None:
+        status = _classify(tables["runs"], self.known)
+        unchanged = status.filter(pl.col("status") == "unchanged").select("doc_id")
+        frames = dict(tables.frames)
+        if unchanged.height:
+            for t in S.RUN_TABLES:
+                frames[t] = frames[t].join(unchanged, on="doc_id", how="anti")
+        counts = Counter(status.get_column("status").to_list())
+        summary.documents += n_texts
+        summary.runs_new += counts["new"]
+        summary.runs_replaced += counts["replaced"]
+        summary.runs_unchanged += counts["unchanged"]
+        summary.quarantined += frames["quarantine"].height
+        summary.findings += frames["findings"].height
+        self.batch.superseding += counts["replaced"]
+        self.summary.findings_by_code.update(frames["findings"].get_column("code").to_list())
+        self.summary.quarantine_by_code.update(frames["quarantine"].get_column("code").to_list())
+        self.batch.write(frames)
+        latest = status.group_by("run_id").agg(pl.col("h").sort_by("doc_id").last())
+        self.known = pl.concat([
+            self.known.filter(~pl.col("run_id").is_in(latest.get_column("run_id").implode())),
+            latest,
+        ])
+
+    def commit(self) -> None:
+        if not self.batch.sources:
+            return
+        self.batch.commit()
+        self.summary.batches.append(self.batch.batch_id)
+        self.next_seq += 1
+        self.batch = _Batch(self.root, self.next_seq)
+
+
+def ingest(
+    sources: str | Path | list[str | Path],
+    dataset: str | Path,
+    *,
+    strict: bool = False,
+    progress: Progress | None = None,
+    chunk_docs: int = CHUNK_DOCS,
+    commit_docs: int = COMMIT_DOCS,
+) -> IngestSummary:
+    """Ingest OCP run documents into a Parquet dataset (created if needed).
+
+    Parameters
+    ----------
+    sources
+        Files, folders (searched recursively), glob patterns, or ``"-"`` for
+        standard input. ``.json`` (one document or an array), ``.ndjson`` /
+        ``.jsonl`` (one per line), each optionally ``.gz`` or ``.zst``.
+    dataset
+        The dataset folder.
+    strict
+        Raise :class:`~ocp_analytics.exceptions.StrictIngestError` (after
+        committing) when any document was quarantined.
+    progress
+        Receives progress; silent by default.
+    chunk_docs, commit_docs
+        Documents decoded at a time, and documents after which a batch is
+        committed (at the next source boundary).
+
+    Returns
+    -------
+    IngestSummary
+        Reconciled counts per source, findings and quarantine by code.
+
+    Examples
+    --------
+    >>> import ocp_analytics as oa, tempfile
+    >>> s = oa.ingest("tests/data/examples/v0.3", tempfile.mkdtemp() + "/ds")
+    >>> s.documents_read, s.runs_new, s.quarantined, s.reconciles
+    (7, 7, 0, True)
+    """
+    start = time.perf_counter()
+    specs = sources if isinstance(sources, list) else [sources]
+    found = find_sources(specs)
+    root = D.create(dataset)
+    with D.locked(root):
+        job = _Ingest(root, chunk_docs, commit_docs, progress or _Silent())
+        summary = job.run(found)
+    summary.seconds = time.perf_counter() - start
+    if strict and summary.quarantined:
+        raise StrictIngestError(hint(
+            f"{summary.quarantined} document(s) were quarantined "
+            f"({_counts(summary.quarantine_by_code)}).",
+            "inspect them with scan_dataset(path).quarantine; the rest was ingested."))
+    return summary

@@ -1,0 +1,312 @@
+"""Column types, declared once.
+
+Two kinds of declaration live here and nowhere else:
+
+* ``DOCUMENT_DTYPE``: the polars dtype a run document is decoded into. Only
+  the fields ocp-analytics reads are declared; readers ignore the rest (OCP
+  §1). Integers are declared ``Float64`` so that ``14.5`` is seen (and
+  reported) rather than silently truncated; timestamps are ``String`` and
+  parsed afterwards (SEMANTICS §2).
+* One pyarrow schema per table of the dataset. Every table is cast to its
+  schema before it is written; no column type is inferred from data.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+import pyarrow as pa
+
+OCP_VERSIONS = ("0.1", "0.2", "0.3")
+OUTCOME_TIERS = ("verified", "reported", "heuristic", "asserted")
+TIER_Q = {"verified": 0.98, "reported": 0.95, "heuristic": 0.80, "asserted": 0.70}
+SIGNAL_KINDS = ("verdict", "score", "event")
+VERDICT_VALUES = ("accept", "reject", "pass", "fail", "error")
+BETTER_VALUES = ("higher", "lower")
+SCALE_VALUES = ("linear", "log", "fraction")
+ATTEMPT_STATUSES = (
+    "queued",
+    "working",
+    "done",
+    "failed",
+    "rejected",
+    "canceled",
+    "settled_unverified",
+    "lost",
+)
+
+# --- the decode dtype -------------------------------------------------------
+
+_S = pl.String
+_F = pl.Float64
+
+SIGNAL_DTYPE = pl.Struct(
+    {
+        "id": _S,
+        "kind": _S,
+        "name": _S,
+        "value": _S,
+        "unit": _S,
+        "better": _S,
+        "target": _F,
+        "scale": _S,
+        "at_attempt": _S,
+        "observed_at": _S,
+        "source": pl.Struct({"kind": _S, "ref": _S}),
+        "tier": _S,
+        # Written only by the per-document sanitizer: the JSON type of
+        # ``value`` when the text alone cannot tell it (``"3.5"`` vs ``3.5``).
+        "_ocpa_vtype": _S,
+    }
+)
+
+ATTEMPT_DTYPE = pl.Struct(
+    {
+        "id": _S,
+        "node": _S,
+        "n": _F,
+        "round": _F,
+        "status": _S,
+        "started_at": _S,
+        "ended_at": _S,
+        "outcome": pl.Struct({"result": _S, "evidence": _S}),
+        "model": pl.Struct({"raw": _S, "id": _S}),
+        "effort": _S,
+        "harness": _S,
+        "role": pl.Struct({"value": _S}),
+        "phase": pl.Struct({"value": _S}),
+        "cause": pl.Struct({"type": _S}),
+        "cost": pl.Struct(
+            {
+                "usd": _F,
+                "input_tokens": _F,
+                "cached_input_tokens": _F,
+                "cache_creation_tokens": _F,
+                "output_tokens": _F,
+                "reasoning_tokens": _F,
+            }
+        ),
+    }
+)
+
+ARTIFACT_DTYPE = pl.Struct(
+    {
+        "id": _S,
+        "path": _S,
+        "kind": pl.Struct({"value": _S}),
+        "producer": _S,
+        "first_write_at": _S,
+    }
+)
+
+RUN_DTYPE = pl.Struct(
+    {
+        "id": _S,
+        "title": _S,
+        "started_at": _S,
+        "ended_at": _S,
+        "task": pl.Struct(
+            {"id": _S, "type": _S, "subtype": _S, "repo": _S, "org": _S}
+        ),
+        "configuration": pl.Struct({"id": _S, "source": _S}),
+        "provenance": pl.Struct({"kind": _S}),
+        "signals": pl.List(SIGNAL_DTYPE),
+    }
+)
+
+# ``run.labels`` and ``run.acceptance_rule`` are deliberately absent: they are
+# read from their own JSON text (free keys; a rule's defects must mark it
+# invalid rather than fail the document).
+DOCUMENT_DTYPE = pl.Struct(
+    {
+        "ocp": _S,
+        "producer": pl.Struct({"name": _S, "version": _S}),
+        "run": RUN_DTYPE,
+        "attempts": pl.List(ATTEMPT_DTYPE),
+        "artifacts": pl.List(ARTIFACT_DTYPE),
+    }
+)
+
+# Fields declared Float64 above that hold integers (JSON path suffixes).
+INTEGER_FIELDS = frozenset(
+    {
+        "n",
+        "round",
+        "input_tokens",
+        "cached_input_tokens",
+        "cache_creation_tokens",
+        "output_tokens",
+        "reasoning_tokens",
+    }
+)
+
+# --- table schemas ----------------------------------------------------------
+
+TS = pa.timestamp("us", tz="UTC")
+STR = pa.string()
+I64 = pa.int64()
+F64 = pa.float64()
+
+_DOC_KEY = [
+    pa.field("run_id", STR, nullable=False),
+    pa.field("doc_id", I64, nullable=False),
+]
+
+RUNS = pa.schema(
+    [
+        *_DOC_KEY,
+        pa.field("ocp_version", STR),
+        pa.field("producer_name", STR),
+        pa.field("producer_version", STR),
+        pa.field("started_at", TS),
+        pa.field("started_at_raw", STR),
+        pa.field("ended_at", TS),
+        pa.field("ended_at_raw", STR),
+        pa.field("title", STR),
+        pa.field("labels", pa.map_(STR, STR)),
+        pa.field("task_id", STR),
+        pa.field("task_type", STR),
+        pa.field("task_subtype", STR),
+        pa.field("repo", STR),
+        pa.field("org", STR),
+        pa.field("configuration_id", STR),
+        pa.field("configuration_source", STR),
+        pa.field("provenance_kind", STR),
+        pa.field("rule_name", STR),
+        pa.field("n_attempts", pa.int32()),
+        pa.field("n_signals", pa.int32()),
+        pa.field("source_path", STR),
+        pa.field("source_line", I64),
+        pa.field("source_index", I64),
+        pa.field("doc_sha256", STR),
+        pa.field("batch_id", STR),
+    ]
+)
+
+ATTEMPTS = pa.schema(
+    [
+        *_DOC_KEY,
+        pa.field("att_idx", pa.int32(), nullable=False),
+        pa.field("attempt_id", STR),
+        pa.field("node", STR),
+        pa.field("n", I64),
+        pa.field("round", I64),
+        pa.field("status", STR),
+        pa.field("started_at", TS),
+        pa.field("started_at_raw", STR),
+        pa.field("ended_at", TS),
+        pa.field("ended_at_raw", STR),
+        pa.field("outcome_result", STR),
+        pa.field("outcome_evidence", STR),
+        pa.field("model_raw", STR),
+        pa.field("model_id", STR),
+        pa.field("effort", STR),
+        pa.field("harness", STR),
+        pa.field("role", STR),
+        pa.field("phase", STR),
+        pa.field("cause_type", STR),
+        pa.field("cost_usd", F64),
+        pa.field("input_tokens", I64),
+        pa.field("cached_input_tokens", I64),
+        pa.field("cache_creation_tokens", I64),
+        pa.field("output_tokens", I64),
+        pa.field("reasoning_tokens", I64),
+    ]
+)
+
+SIGNALS = pa.schema(
+    [
+        *_DOC_KEY,
+        pa.field("sig_idx", pa.int32(), nullable=False),
+        pa.field("signal_id", STR),
+        pa.field("kind", STR),
+        pa.field("name", STR),
+        pa.field("value_text", STR),
+        pa.field("value_num", F64),
+        pa.field("value_json", STR),
+        pa.field("unit", STR),
+        pa.field("better", STR),
+        pa.field("target", F64),
+        pa.field("scale", STR),
+        pa.field("at_attempt", STR),
+        pa.field("observed_at", TS),
+        pa.field("observed_at_raw", STR),
+        pa.field("source_kind", STR),
+        pa.field("source_ref", STR),
+        pa.field("tier", STR),
+    ]
+)
+
+RULES = pa.schema(
+    [
+        *_DOC_KEY,
+        pa.field("name", STR),
+        pa.field("definition", STR),
+        pa.field("requires", pa.list_(STR)),
+        pa.field("score_name", STR),
+        pa.field("score_target", F64),
+        pa.field("score_better", STR),
+        pa.field("score_scale", STR),
+        pa.field("excludes_events", pa.list_(STR)),
+        pa.field("window_days", I64),
+        pa.field("valid", pa.bool_(), nullable=False),
+        pa.field("invalid_reason", STR),
+    ]
+)
+
+ARTIFACTS = pa.schema(
+    [
+        *_DOC_KEY,
+        pa.field("art_idx", pa.int32(), nullable=False),
+        pa.field("artifact_id", STR),
+        pa.field("path", STR),
+        pa.field("kind", STR),
+        pa.field("producer", STR),
+        pa.field("first_write_at", TS),
+        pa.field("first_write_at_raw", STR),
+    ]
+)
+
+FINDINGS = pa.schema(
+    [
+        *_DOC_KEY,
+        pa.field("code", STR, nullable=False),
+        pa.field("json_path", STR),
+        pa.field("message", STR),
+        pa.field("source_path", STR),
+        pa.field("source_line", I64),
+        pa.field("source_index", I64),
+    ]
+)
+
+QUARANTINE = pa.schema(
+    [
+        pa.field("batch_id", STR, nullable=False),
+        pa.field("source_path", STR),
+        pa.field("source_line", I64),
+        pa.field("source_index", I64),
+        pa.field("code", STR, nullable=False),
+        pa.field("message", STR),
+        pa.field("json_path", STR),
+        pa.field("raw_head", STR),
+    ]
+)
+
+TABLES: dict[str, pa.Schema] = {
+    "runs": RUNS,
+    "attempts": ATTEMPTS,
+    "signals": SIGNALS,
+    "rules": RULES,
+    "artifacts": ARTIFACTS,
+    "findings": FINDINGS,
+    "quarantine": QUARANTINE,
+}
+
+# Tables holding one version of a run's content, keyed by ``doc_id``.
+RUN_TABLES = ("runs", "attempts", "signals", "rules", "artifacts", "findings")
+
+
+def polars_schema(table: str) -> pl.Schema:
+    """The polars schema of a dataset table (derived from its pyarrow schema)."""
+    empty = pl.from_arrow(TABLES[table].empty_table())
+    assert isinstance(empty, pl.DataFrame)
+    return empty.schema

@@ -1,0 +1,466 @@
+"""Decoded documents → the dataset's tables (runs, attempts, signals, …).
+
+Every table is cast to its declared schema (``schemas.py``). Defects inside a
+readable document become rows of ``findings`` and the defective value is
+null, never guessed; documents that are not readable runs become rows of
+``quarantine``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+import polars as pl
+import pyarrow as pa
+
+from ocp_analytics import schemas as S
+from ocp_analytics.decode import Decoded
+from ocp_analytics.rules import rule_row
+
+TS_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})?$"
+_NUMBER_PATTERN = r"^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$"
+RAW_HEAD = 1024
+
+
+@dataclass
+class ChunkMeta:
+    """Where the texts of one chunk came from."""
+
+    source_path: str
+    texts: list[str]
+    lines: list[int | None]
+    indexes: list[int | None]
+
+
+@dataclass
+class ChunkTables:
+    """The tables built from one chunk, as polars frames in schema order."""
+
+    frames: dict[str, pl.DataFrame] = field(default_factory=dict)
+
+    def __getitem__(self, name: str) -> pl.DataFrame:
+        return self.frames[name]
+
+
+def parse_timestamp(col: pl.Expr) -> pl.Expr:
+    """Parse RFC 3339 text to ``Datetime(us, UTC)`` as SEMANTICS §2 says.
+
+    ``Z`` and ``±HH:MM`` offsets; no offset reads as UTC; fractions of any
+    length truncated to microseconds; anything else is null.
+    """
+    ok = col.str.contains(TS_PATTERN)
+    text = col.str.replace(r"(\.\d{6})\d+", "$1")
+    aware = text.str.to_datetime(
+        "%Y-%m-%dT%H:%M:%S%.f%#z", time_zone="UTC", strict=False, time_unit="us"
+    )
+    naive = text.str.to_datetime(
+        "%Y-%m-%dT%H:%M:%S%.f", strict=False, time_unit="us"
+    ).dt.replace_time_zone("UTC")
+    return pl.when(ok).then(pl.coalesce(aware, naive))
+
+
+def is_naive_timestamp(col: pl.Expr) -> pl.Expr:
+    """True where a well-formed timestamp has no offset."""
+    return col.str.contains(TS_PATTERN) & ~col.str.contains(r"(Z|[+-]\d{2}:\d{2})$")
+
+
+def _cast(frame: pl.DataFrame, table: str) -> pl.DataFrame:
+    schema = S.polars_schema(table)
+    return frame.select(
+        [pl.col(n).cast(t) if n in frame.columns else pl.lit(None, t).alias(n)
+         for n, t in schema.items()]
+    )
+
+
+# --- findings ---------------------------------------------------------------
+
+_FIND_COLS = ("run_id", "doc_id", "code", "json_path", "message")
+
+
+def _find(
+    frame: pl.DataFrame, cond: pl.Expr, code: str, path: pl.Expr, message: pl.Expr
+) -> pl.DataFrame:
+    return frame.filter(cond).select(
+        "run_id",
+        "doc_id",
+        pl.lit(code).alias("code"),
+        path.alias("json_path"),
+        message.alias("message"),
+    )
+
+
+def _ts_findings(frame: pl.DataFrame, raw: str, path: pl.Expr) -> list[pl.DataFrame]:
+    col = pl.col(raw)
+    bad = col.is_not_null() & ~col.str.contains(TS_PATTERN).fill_null(False)
+    bad = bad | (col.str.contains(TS_PATTERN) & parse_timestamp(col).is_null())
+    return [
+        _find(frame, bad, "bad_timestamp", path,
+              pl.format("cannot read timestamp '{}'; read as unknown time", col.str.slice(0, 80))),
+        _find(frame, is_naive_timestamp(col).fill_null(False), "naive_timestamp", path,
+              pl.format("timestamp '{}' has no offset; read as UTC", col)),
+    ]
+
+
+def _enum_finding(
+    frame: pl.DataFrame, col: str, values: tuple[str, ...], path: pl.Expr
+) -> pl.DataFrame:
+    c = pl.col(col)
+    return _find(frame, c.is_not_null() & ~c.is_in(values), "unknown_enum", path,
+                 pl.format("'{}' is not one of " + ", ".join(values), c.str.slice(0, 80)))
+
+
+def _integer_fields(
+    frame: pl.DataFrame, cols: list[str], path_fmt: str, idx: str
+) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
+    found = []
+    for c in cols:
+        frac = pl.col(c).is_not_null() & (
+            pl.col(c).is_nan() | (pl.col(c) != pl.col(c).floor())
+        )
+        found.append(_find(frame, frac, "not_integer", pl.format(path_fmt.format(c), pl.col(idx)),
+                           pl.format("expected a whole number, found {}; read as null", pl.col(c))))
+        frame = frame.with_columns(pl.when(~frac).then(pl.col(c)).alias(c))
+    return frame, found
+
+
+# --- per table ----------------------------------------------------------------
+
+
+def _explode(docs: pl.DataFrame, path: list[str], idx: str) -> pl.DataFrame:
+    expr = pl.col("doc")
+    for p in path:
+        expr = expr.struct.field(p)
+    return (
+        docs.select("run_id", "doc_id", expr.alias("item"))
+        .with_columns(pl.int_ranges(0, pl.col("item").list.len(), dtype=pl.Int32).alias(idx))
+        .explode(["item", idx])
+        .filter(pl.col("item").is_not_null())
+        .unnest("item")
+    )
+
+
+def _signals(docs: pl.DataFrame) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
+    sig = _explode(docs, ["run", "signals"], "sig_idx")
+    v = pl.col("value")
+    vtype = pl.coalesce(
+        pl.col("_ocpa_vtype"),
+        pl.when(v.is_null()).then(pl.lit("null"))
+        .when(v.str.contains(_NUMBER_PATTERN)).then(pl.lit("number"))
+        .otherwise(pl.lit("string")),
+    )
+    quoted = pl.struct(v=v).struct.json_encode().str.slice(5).str.head(-1)
+    sig = sig.with_columns(vtype.alias("vtype")).with_columns(
+        v.alias("value_text"),
+        pl.when(pl.col("vtype") == "number").then(v.cast(pl.Float64, strict=False)).alias("value_num"),
+        pl.when(pl.col("vtype") == "string").then(quoted)
+        .when(pl.col("vtype") == "null").then(pl.lit("null"))
+        .otherwise(v).alias("value_json"),
+        parse_timestamp(pl.col("observed_at")).alias("observed_at"),
+        pl.col("observed_at").alias("observed_at_raw"),
+        pl.col("source").struct.field("kind").alias("source_kind"),
+        pl.col("source").struct.field("ref").alias("source_ref"),
+        pl.col("id").alias("signal_id"),
+    )
+    base = "$.run.signals[{}]"
+    path = lambda f: pl.format(base + f, pl.col("sig_idx"))  # noqa: E731
+    kind, vt = pl.col("kind"), pl.col("vtype")
+    bad_value = (
+        ((kind == "verdict") & ((vt != "string") | ~v.is_in(S.VERDICT_VALUES)))
+        | ((kind == "score") & ~vt.is_in(["number", "null"]))
+        | ((kind == "event") & (vt != "string"))
+        | ((kind == "score") & (pl.col("scale") == "fraction")
+           & ((pl.col("value_num") < 0) | (pl.col("value_num") > 1)))
+    ).fill_null(False)
+    found = [
+        *_ts_findings(sig, "observed_at_raw", path(".observed_at")),
+        _find(sig, bad_value, "bad_value", path(".value"),
+              pl.format("value {} does not fit a {} signal (E195)", pl.col("value_json").str.slice(0, 80), kind)),
+        _enum_finding(sig, "kind", S.SIGNAL_KINDS, path(".kind")),
+        _enum_finding(sig, "tier", S.OUTCOME_TIERS, path(".tier")),
+        _enum_finding(sig, "better", S.BETTER_VALUES, path(".better")),
+        _enum_finding(sig, "scale", S.SCALE_VALUES, path(".scale")),
+    ]
+    return _cast(sig, "signals"), found
+
+
+def _attempts(docs: pl.DataFrame) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
+    att = _explode(docs, ["attempts"], "att_idx")
+    cost = pl.col("cost")
+    att = att.with_columns(
+        pl.col("id").alias("attempt_id"),
+        pl.col("started_at").alias("started_at_raw"),
+        pl.col("ended_at").alias("ended_at_raw"),
+        pl.col("outcome").struct.field("result").alias("outcome_result"),
+        pl.col("outcome").struct.field("evidence").alias("outcome_evidence"),
+        pl.col("model").struct.field("raw").alias("model_raw"),
+        pl.col("model").struct.field("id").alias("model_id"),
+        pl.col("role").struct.field("value").alias("role"),
+        pl.col("phase").struct.field("value").alias("phase"),
+        pl.col("cause").struct.field("type").alias("cause_type"),
+        cost.struct.field("usd").alias("cost_usd"),
+        *[cost.struct.field(t).alias(t) for t in
+          ("input_tokens", "cached_input_tokens", "cache_creation_tokens",
+           "output_tokens", "reasoning_tokens")],
+    ).with_columns(
+        parse_timestamp(pl.col("started_at_raw")).alias("started_at"),
+        parse_timestamp(pl.col("ended_at_raw")).alias("ended_at"),
+    )
+    att, found = _integer_fields(att, ["n", "round"], "$.attempts[{{}}].{}", "att_idx")
+    att, found_cost = _integer_fields(
+        att, ["input_tokens", "cached_input_tokens", "cache_creation_tokens",
+              "output_tokens", "reasoning_tokens"], "$.attempts[{{}}].cost.{}", "att_idx")
+    path = lambda f: pl.format("$.attempts[{}]" + f, pl.col("att_idx"))  # noqa: E731
+    found += found_cost + [
+        *_ts_findings(att, "started_at_raw", path(".started_at")),
+        *_ts_findings(att, "ended_at_raw", path(".ended_at")),
+        _enum_finding(att, "status", S.ATTEMPT_STATUSES, path(".status")),
+    ]
+    return _cast(att, "attempts"), found
+
+
+def _artifacts(docs: pl.DataFrame) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
+    art = _explode(docs, ["artifacts"], "art_idx").with_columns(
+        pl.col("id").alias("artifact_id"),
+        pl.col("kind").struct.field("value").alias("kind"),
+        pl.col("first_write_at").alias("first_write_at_raw"),
+        parse_timestamp(pl.col("first_write_at")).alias("first_write_at"),
+    )
+    path = pl.format("$.artifacts[{}].first_write_at", pl.col("art_idx"))
+    return _cast(art, "artifacts"), _ts_findings(art, "first_write_at_raw", path)
+
+
+def _labels_of(text: str | None) -> tuple[list[tuple[str, str]] | None, str | None]:
+    """Labels JSON text → (key, value) pairs, and a problem message if any."""
+    if text is None:
+        return None, None
+    try:
+        obj = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None, "labels must be an object of strings"
+    if not isinstance(obj, dict):
+        return None, "labels must be an object of strings"
+    pairs, dropped = [], []
+    for k, v in obj.items():
+        if isinstance(v, str):
+            pairs.append((k, v))
+        elif isinstance(v, bool | int | float):
+            pairs.append((k, orjson.dumps(v).decode()))
+        elif v is not None:
+            dropped.append(k)
+    problem = f"label value(s) {', '.join(dropped)} are not strings; dropped" if dropped else None
+    return pairs, problem
+
+
+_LABELS_DTYPE = pl.List(pl.Struct({"key": pl.String, "value": pl.String}))
+
+
+def _by_unique_text(
+    docs: pl.DataFrame, json_path: str, read: Callable[[str | None], dict[str, Any]],
+    dtypes: dict[str, pl.DataType],
+) -> pl.DataFrame:
+    """Read one small JSON member per document, once per distinct text."""
+    texts = docs.select("doc_id", pl.col("text").str.json_path_match(json_path).alias("_t"))
+    uniq = texts.get_column("_t").unique().to_list()
+    rows = [read(t) for t in uniq]
+    table = pl.DataFrame(
+        {"_t": pl.Series(uniq, dtype=pl.String),
+         **{k: pl.Series([r.get(k) for r in rows], dtype=d) for k, d in dtypes.items()}}
+    )
+    return texts.join(table, on="_t", how="left", nulls_equal=True).drop("_t")
+
+
+def _read_labels(text: str | None) -> dict[str, Any]:
+    pairs, problem = _labels_of(text)
+    return {
+        "labels": None if pairs is None else [{"key": k, "value": v} for k, v in pairs],
+        "labels_problem": problem,
+    }
+
+
+def _read_rule(text: str | None) -> dict[str, Any]:
+    if text is None:
+        return {"has_rule": False, "problems": None}
+    try:
+        obj = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        obj = text  # json_path_match gives a string member without its quotes
+    row = rule_row(obj)
+    problems = [{"path": "$.run.acceptance_rule" + p.path, "message": p.message}
+                for p in row.pop("problems")]
+    return {"has_rule": True, **row, "problems": problems}
+
+
+_RULE_DTYPES: dict[str, pl.DataType] = {
+    "has_rule": pl.Boolean,
+    "name": pl.String,
+    "definition": pl.String,
+    "requires": pl.List(pl.String),
+    "score_name": pl.String,
+    "score_target": pl.Float64,
+    "score_better": pl.String,
+    "score_scale": pl.String,
+    "excludes_events": pl.List(pl.String),
+    "window_days": pl.Int64,
+    "valid": pl.Boolean,
+    "invalid_reason": pl.String,
+    "problems": pl.List(pl.Struct({"path": pl.String, "message": pl.String})),
+}
+
+
+def _rules(docs: pl.DataFrame) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
+    read = _by_unique_text(docs, "$.run.acceptance_rule", _read_rule, _RULE_DTYPES)
+    rules = read.filter(pl.col("has_rule")).join(docs.select("doc_id", "run_id"), on="doc_id")
+    problems = (
+        rules.select("run_id", "doc_id", "problems").explode("problems")
+        .filter(pl.col("problems").is_not_null()).unnest("problems")
+        .select("run_id", "doc_id", pl.lit("invalid_rule").alias("code"),
+                pl.col("path").alias("json_path"), "message")
+    )
+    return _cast(rules, "rules"), [problems]
+
+
+def _runs(docs: pl.DataFrame, meta: ChunkMeta, batch_id: str) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
+    run = pl.col("doc").struct.field("run")
+    task = run.struct.field("task")
+    labels = _by_unique_text(docs, "$.run.labels", _read_labels,
+                             {"labels": _LABELS_DTYPE, "labels_problem": pl.String})
+    runs = docs.join(labels, on="doc_id", how="left").with_columns(
+        pl.col("doc").struct.field("ocp").alias("ocp_version"),
+        pl.col("doc").struct.field("producer").struct.field("name").alias("producer_name"),
+        pl.col("doc").struct.field("producer").struct.field("version").alias("producer_version"),
+        run.struct.field("started_at").alias("started_at_raw"),
+        run.struct.field("ended_at").alias("ended_at_raw"),
+        run.struct.field("title").alias("title"),
+        task.struct.field("id").alias("task_id"),
+        task.struct.field("type").alias("task_type"),
+        task.struct.field("subtype").alias("task_subtype"),
+        task.struct.field("repo").alias("repo"),
+        task.struct.field("org").alias("org"),
+        run.struct.field("configuration").struct.field("id").alias("configuration_id"),
+        run.struct.field("configuration").struct.field("source").alias("configuration_source"),
+        run.struct.field("provenance").struct.field("kind").alias("provenance_kind"),
+        pl.col("doc").struct.field("attempts").list.len().fill_null(0).alias("n_attempts"),
+        run.struct.field("signals").list.len().fill_null(0).alias("n_signals"),
+        pl.lit(meta.source_path).alias("source_path"),
+        pl.lit(batch_id).alias("batch_id"),
+    ).with_columns(
+        parse_timestamp(pl.col("started_at_raw")).alias("started_at"),
+        parse_timestamp(pl.col("ended_at_raw")).alias("ended_at"),
+    )
+    found = [
+        *_ts_findings(runs, "started_at_raw", pl.lit("$.run.started_at")),
+        *_ts_findings(runs, "ended_at_raw", pl.lit("$.run.ended_at")),
+        _find(runs, pl.col("labels_problem").is_not_null(), "wrong_type",
+              pl.lit("$.run.labels"), pl.col("labels_problem")),
+    ]
+    return runs, found
+
+
+def _quarantine_checks(docs: pl.DataFrame) -> pl.DataFrame:
+    """Decoded texts that are still not readable runs: code and message each."""
+    run = pl.col("doc").struct.field("run")
+    rid = run.struct.field("id")
+    ocp = pl.col("doc").struct.field("ocp")
+    return docs.with_columns(
+        pl.when(run.is_null()).then(pl.lit("missing_run"))
+        .when(rid.is_null() | (rid.str.strip_chars() == "")).then(pl.lit("missing_run_id"))
+        .when(~ocp.is_in(S.OCP_VERSIONS).fill_null(False)).then(pl.lit("unknown_version"))
+        .alias("q_code"),
+        pl.when(run.is_null()).then(pl.lit("the document has no run object"))
+        .when(rid.is_null() | (rid.str.strip_chars() == "")).then(pl.lit("run.id is missing or empty"))
+        .otherwise(pl.format("ocp version '{}' is not one of 0.1, 0.2, 0.3",
+                             ocp.fill_null("(missing)")))
+        .alias("q_message"),
+        pl.when(run.is_null()).then(pl.lit("$.run"))
+        .when(rid.is_null() | (rid.str.strip_chars() == "")).then(pl.lit("$.run.id"))
+        .otherwise(pl.lit("$.ocp")).alias("q_path"),
+    )
+
+
+def build_tables(dec: Decoded, meta: ChunkMeta, doc_id_base: int, batch_id: str) -> ChunkTables:
+    """Build every table of one decoded chunk.
+
+    ``doc_id`` of the text at position ``pos`` is ``doc_id_base + pos``.
+    """
+    checked = _quarantine_checks(dec.frame)
+    bad = checked.filter(pl.col("q_code").is_not_null())
+    quarantine = [(int(p), c, m, jp) for p, c, m, jp in
+                  bad.select("pos", "q_code", "q_message", "q_path").iter_rows()]
+    quarantine += [(r.pos, r.code, r.message, r.json_path) for r in dec.rejected]
+    docs = checked.filter(pl.col("q_code").is_null()).select(
+        "pos",
+        "doc",
+        "text",
+        (pl.col("pos").cast(pl.Int64) + doc_id_base).alias("doc_id"),
+        pl.col("doc").struct.field("run").struct.field("id").alias("run_id"),
+    )
+    pos = docs.get_column("pos").to_list()
+    docs = docs.with_columns(
+        pl.Series("source_line", [meta.lines[p] for p in pos], dtype=pl.Int64),
+        pl.Series("source_index", [meta.indexes[p] for p in pos], dtype=pl.Int64),
+        pl.Series("doc_sha256",
+                  [hashlib.sha256(meta.texts[p].encode()).hexdigest() for p in pos],
+                  dtype=pl.String),
+    )
+    runs, found = _runs(docs, meta, batch_id)
+    rules, f_rules = _rules(docs)
+    runs = runs.join(rules.select("doc_id", pl.col("name").alias("rule_name")), on="doc_id", how="left")
+    signals, f_sig = _signals(docs)
+    attempts, f_att = _attempts(docs)
+    artifacts, f_art = _artifacts(docs)
+    slow = _slow_findings(dec, docs)
+    findings = pl.concat([f.select(_FIND_COLS) for f in
+                          [*found, *f_rules, *f_sig, *f_att, *f_art, slow]])
+    findings = findings.join(
+        docs.select("doc_id", "source_line", "source_index"), on="doc_id", how="left"
+    ).with_columns(pl.lit(meta.source_path).alias("source_path"))
+    return ChunkTables({
+        "runs": _cast(runs, "runs"),
+        "attempts": attempts,
+        "signals": signals,
+        "rules": rules,
+        "artifacts": artifacts,
+        "findings": _cast(findings, "findings"),
+        "quarantine": quarantine_frame(quarantine, meta, batch_id),
+    })
+
+
+def _slow_findings(dec: Decoded, docs: pl.DataFrame) -> pl.DataFrame:
+    frame = pl.DataFrame(
+        {
+            "pos": pl.Series([f.pos for f in dec.findings], dtype=pl.UInt32),
+            "code": pl.Series([f.code for f in dec.findings], dtype=pl.String),
+            "json_path": pl.Series([f.json_path for f in dec.findings], dtype=pl.String),
+            "message": pl.Series([f.message for f in dec.findings], dtype=pl.String),
+        }
+    )
+    return frame.join(docs.select("pos", "run_id", "doc_id"), on="pos")
+
+
+def quarantine_frame(
+    rows: list[tuple[int, str, str, str | None]], meta: ChunkMeta, batch_id: str
+) -> pl.DataFrame:
+    """Quarantine rows (position, code, message, JSON path) of one chunk."""
+    frame = pl.DataFrame(
+        {
+            "batch_id": [batch_id] * len(rows),
+            "source_path": [meta.source_path] * len(rows),
+            "source_line": [meta.lines[p] for p, *_ in rows],
+            "source_index": [meta.indexes[p] for p, *_ in rows],
+            "code": [c for _, c, _, _ in rows],
+            "message": [m for _, _, m, _ in rows],
+            "json_path": [jp for *_, jp in rows],
+            "raw_head": [meta.texts[p][:RAW_HEAD] for p, *_ in rows],
+        },
+        schema=S.polars_schema("quarantine"),
+    )
+    return frame
+
+
+def to_arrow(frame: pl.DataFrame, table: str) -> pa.Table:
+    """A table frame as Arrow, cast to its declared schema."""
+    return frame.to_arrow().cast(S.TABLES[table])
