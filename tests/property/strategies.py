@@ -198,22 +198,27 @@ def _drop_missing(fields: dict) -> dict:
 # ------------------------------------------------------------------ signals
 
 
+_VALUES_BY_KIND = {"verdict": _verdict_values, "score": _score_values, "event": _event_values}
+
+
 @st.composite
-def signals(draw, index: int, attempt_ids: list[str]):
-    """One signal dict (or, rarely, a non-dict element such as "oops")."""
-    if draw(st.integers(0, 19)) == 0:
-        return draw(st.sampled_from(("oops", 42, None, ["x"])))
-    kind = draw(_kinds())
-    by_kind = {"verdict": _verdict_values, "score": _score_values, "event": _event_values}
-    values = by_kind.get(kind, _event_values)()
+def signals(draw, attempt_ids: list[str], kind: object = _MISSING, name: object = _MISSING):
+    """One signal dict without its ``id``. With ``kind``/``name`` left out
+    they are drawn too, and the element is now and then not a dict at all."""
+    if kind is _MISSING:
+        if draw(st.integers(0, 19)) == 0:
+            return draw(st.sampled_from(("oops", 42, None, ["x"])))
+        kind = draw(_kinds())
+    if name is _MISSING:
+        name = draw(_names(kind))
+    values = _VALUES_BY_KIND.get(kind, _event_values)()
     if draw(st.integers(0, 9)) == 0:  # a value meant for another kind
         values = st.one_of(_verdict_values(), _score_values(), _event_values())
     at_attempt_choices = [_MISSING, "ghost.a9", 3] + attempt_ids * 4
     return _drop_missing(
         {
-            "id": f"sig_{index}",
             "kind": kind,
-            "name": draw(_names(kind)),
+            "name": name,
             "value": draw(values),
             "observed_at": draw(timestamps()),
             "tier": draw(_tiers()),
@@ -221,6 +226,25 @@ def signals(draw, index: int, attempt_ids: list[str]):
             "source": {"kind": "orchestrator"},
         }
     )
+
+
+# Names a typical run reports on; documents often carry a signal for each.
+_PLANNED = (("verdict", "tests"), ("verdict", "review"), ("verdict", "referee"))
+_PLANNED += (("score", "runtime_s"), ("score", "bench_score"))
+
+
+@st.composite
+def signal_lists(draw, attempt_ids: list[str]) -> list:
+    """``run.signals``: random noise, plus (in most documents) one signal for
+    several usual verdict and score names, so rules often get decided; then
+    shuffled and given ids sig_0, sig_1, …"""
+    out = [draw(signals(attempt_ids)) for _ in range(draw(st.integers(0, 8)))]
+    if draw(st.integers(0, 3)):
+        for kind, name in _PLANNED:
+            if draw(st.integers(0, 3)):
+                out.append(draw(signals(attempt_ids, kind, name)))
+    out = draw(st.permutations(out))
+    return [{"id": f"sig_{i}", **s} if isinstance(s, dict) else s for i, s in enumerate(out)]
 
 
 # ----------------------------------------------------------------- attempts
@@ -356,8 +380,7 @@ def documents(draw) -> dict:
     """One raw OCP 0.3-like document with a single run and its attempts."""
     attempt_list = draw(attempts())
     attempt_ids = [a["id"] for a in attempt_list if isinstance(a, dict)]
-    signal_count = draw(st.integers(0, 12))
-    signal_list = [draw(signals(i, attempt_ids)) for i in range(signal_count)]
+    signal_list = draw(signal_lists(attempt_ids))
     ended_at = draw(
         _weighted(
             (3, st.just(render(RUN_END, "Z", 0))),

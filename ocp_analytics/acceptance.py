@@ -1,0 +1,485 @@
+"""Per-run acceptance as lazy polars queries (SEMANTICS.md §3–§9); no I/O.
+
+Two evaluators share one set of building blocks:
+
+* **alternative rules** (known up front, few distinct names) are compiled
+  into column expressions over one per-run feature table: the latest verdict
+  of every required name, the latest numeric score of every score name, and
+  per rule the excluded events it counts. No runs × rules intermediate.
+* **recorded rules** (one per run, possibly thousands of distinct ones) are
+  evaluated by exploding each run's ``requires`` / ``excludes_events`` and
+  joining the same latest-signal tables.
+
+Both end in the same columns: ``run_id, rule, outcome, reasons, tier, q,
+accepted_attempt, attempts_to_acceptance, accepted_attempt_n,
+accepted_round, window_open, as_of``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+import polars as pl
+
+from ocp_analytics.rules import DEFAULT_EXCLUDES, DEFAULT_WINDOW_DAYS, RECORDED, Rule
+from ocp_analytics.schemas import OUTCOME_TIERS, TIER_Q
+
+ASSERTED = 3  # rank of the weakest tier; ranks follow OUTCOME_TIERS
+TIER_RANK = {t: i for i, t in enumerate(OUTCOME_TIERS)}
+
+OUTPUT_SCHEMA: dict[str, pl.DataType] = {
+    "run_id": pl.String(),
+    "rule": pl.String(),
+    "outcome": pl.String(),
+    "reasons": pl.List(pl.String()),
+    "tier": pl.String(),
+    "q": pl.Float64(),
+    "accepted_attempt": pl.String(),
+    "attempts_to_acceptance": pl.Int64(),
+    "accepted_attempt_n": pl.Int64(),
+    "accepted_round": pl.Int64(),
+    "window_open": pl.Boolean(),
+    "as_of": pl.Datetime("us", "UTC"),
+}
+
+
+def tier_rank(col: pl.Expr) -> pl.Expr:
+    """Rank of a tier word (0 = verified … 3 = asserted); unknown reads asserted."""
+    return col.str.to_lowercase().replace_strict(TIER_RANK, default=ASSERTED, return_dtype=pl.Int8)
+
+
+def tier_word(rank: pl.Expr) -> pl.Expr:
+    """The tier word of a rank (SEMANTICS §7)."""
+    return rank.replace_strict(dict(enumerate(OUTCOME_TIERS)), return_dtype=pl.String)
+
+
+def tier_q(rank: pl.Expr) -> pl.Expr:
+    """q of a tier rank: 0.98, 0.95, 0.80, 0.70."""
+    return rank.replace_strict({i: TIER_Q[t] for i, t in enumerate(OUTCOME_TIERS)},
+                               return_dtype=pl.Float64)
+
+
+def verdict_state(value_text: pl.Expr) -> pl.Expr:
+    """``pass`` / ``fail`` / null (unknown) of a verdict value (SEMANTICS §5)."""
+    v = value_text.str.to_lowercase()
+    return (pl.when(v.is_in(["accept", "pass"])).then(pl.lit("pass"))
+            .when(v.is_in(["reject", "fail"])).then(pl.lit("fail")))
+
+
+def score_state(value: pl.Expr, target: pl.Expr | float, lower: pl.Expr | bool) -> pl.Expr:
+    """``pass`` / ``fail`` / null (no score) of a score against a target (§5)."""
+    t = target if isinstance(target, pl.Expr) else pl.lit(target)
+    lo = lower if isinstance(lower, pl.Expr) else pl.lit(lower)
+    reached = pl.when(lo).then(value <= t).otherwise(value >= t) & ~value.is_nan()
+    return (pl.when(value.is_null()).then(None)
+            .when(reached).then(pl.lit("pass")).otherwise(pl.lit("fail")))
+
+
+# --- shared per-run tables ---------------------------------------------------
+
+_LATEST_KEYS = ["observed_at", "sig_idx"]  # unknown time sorts first (§4)
+
+
+def latest_verdicts(signals: pl.LazyFrame, names: Sequence[str] | None = None) -> pl.LazyFrame:
+    """(doc_id, name) → state, tier rank and at_attempt of the latest verdict (§4)."""
+    s = signals.filter(pl.col("kind") == "verdict")
+    if names is not None:
+        s = s.filter(pl.col("name").is_in(list(names)))
+    return s.group_by("doc_id", "name").agg(
+        verdict_state(pl.col("value_text").sort_by(_LATEST_KEYS).last()).alias("state"),
+        tier_rank(pl.col("tier").sort_by(_LATEST_KEYS).last()).alias("rank"),
+        pl.col("at_attempt").sort_by(_LATEST_KEYS).last().alias("at_attempt"),
+    )
+
+
+def latest_scores(signals: pl.LazyFrame, names: Sequence[str] | None = None) -> pl.LazyFrame:
+    """(doc_id, name) → value, tier rank and at_attempt of the latest numeric score."""
+    s = signals.filter((pl.col("kind") == "score") & pl.col("value_num").is_not_null())
+    if names is not None:
+        s = s.filter(pl.col("name").is_in(list(names)))
+    return s.group_by("doc_id", "name").agg(
+        pl.col("value_num").sort_by(_LATEST_KEYS).last().alias("value"),
+        tier_rank(pl.col("tier").sort_by(_LATEST_KEYS).last()).alias("rank"),
+        pl.col("at_attempt").sort_by(_LATEST_KEYS).last().alias("at_attempt"),
+    )
+
+
+def attempt_positions(attempts: pl.LazyFrame) -> pl.LazyFrame:
+    """(doc_id, at_attempt) → pos, n, round, id of each attempt (SEMANTICS §8).
+
+    Attempts are ordered by ``started_at`` (unknown last), then position;
+    ``pos`` is the 1-based place in that order; ``n`` falls back to the place
+    among attempts of the same node. When ids repeat, the first in order wins.
+    """
+    order = [pl.col("started_at").is_null(), pl.col("started_at"), pl.col("att_idx")]
+    ranked = attempts.select(
+        "doc_id",
+        pl.col("attempt_id").alias("at_attempt"),
+        pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over("doc_id", order_by=order).alias("pos"),
+        pl.coalesce(
+            pl.col("n"),
+            pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over(["doc_id", "node"], order_by=order),
+        ).alias("n"),
+        pl.col("round"),
+    ).filter(pl.col("at_attempt").is_not_null())
+    return ranked.group_by("doc_id", "at_attempt").agg(pl.all().sort_by("pos").first())
+
+
+def _event_rows(signals: pl.LazyFrame, runs: pl.LazyFrame, names: Sequence[str] | None) -> pl.LazyFrame:
+    ev = signals.filter(pl.col("kind") == "event")
+    if names is not None:
+        ev = ev.filter(pl.col("name").is_in(list(names)))
+    return ev.select(
+        "doc_id", "name", "sig_idx", "observed_at", tier_rank(pl.col("tier")).alias("rank")
+    ).join(runs.select("doc_id", "ended_at"), on="doc_id")
+
+
+def event_counts(window_days: pl.Expr, as_of: datetime) -> pl.Expr:
+    """Whether an excluded event counts (SEMANTICS §6), over event rows."""
+    obs, end = pl.col("observed_at"), pl.col("ended_at")
+    not_future = obs.is_null() | (obs <= pl.lit(as_of))
+    in_window = end.is_null() | obs.is_null() | (
+        (obs - end) <= pl.duration(days=1) * window_days
+    )
+    return not_future & in_window
+
+
+# --- alternative rules: compiled columns --------------------------------------
+
+def _col(prefix: str, i: int) -> str:
+    return f"{prefix}{i}"
+
+
+class _Compiled:
+    """Column names of the per-run feature table for a set of rules."""
+
+    def __init__(self, rules: Sequence[Rule]) -> None:
+        self.rules = list(rules)
+        self.verdicts = list(dict.fromkeys(n for r in rules for n in r.effective_requires))
+        self.scores = list(dict.fromkeys(r.score.name for r in rules if r.score))
+        self.events = list(dict.fromkeys(n for r in rules for n in r.effective_excludes))
+        self.vi = {n: i for i, n in enumerate(self.verdicts)}
+        self.si = {n: i for i, n in enumerate(self.scores)}
+
+
+def _wide(
+    runs: pl.LazyFrame, signals: pl.LazyFrame, attempts: pl.LazyFrame, c: _Compiled, as_of: datetime
+) -> pl.LazyFrame:
+    """One row per run with every feature the compiled rules read."""
+    wide = runs.select("doc_id", "run_id", "ended_at")
+    pos = attempt_positions(attempts)
+
+    def attach(latest: pl.LazyFrame, names: list[str], prefix: str, cols: dict[str, str]) -> pl.LazyFrame:
+        out = wide_ref[0]
+        for i, name in enumerate(names):
+            one = latest.filter(pl.col("name") == name).drop("name")
+            one = one.join(pos, on=["doc_id", "at_attempt"], how="left")
+            ren = {k: f"{prefix}{v}{i}" for k, v in cols.items()}
+            out = out.join(one.select("doc_id", *ren).rename(ren), on="doc_id", how="left")
+        return out
+
+    wide_ref = [wide]
+    att_cols = {"at_attempt": "aid", "pos": "apos", "n": "an", "round": "ar"}
+    if c.verdicts:
+        wide_ref[0] = attach(latest_verdicts(signals, c.verdicts), c.verdicts, "v",
+                             {"state": "state", "rank": "rank", **att_cols})
+    if c.scores:
+        wide_ref[0] = attach(latest_scores(signals, c.scores), c.scores, "s",
+                             {"value": "value", "rank": "rank", **att_cols})
+    wide = wide_ref[0]
+    if c.events and any(r.effective_excludes for r in c.rules):
+        ev = _event_rows(signals, runs, c.events)
+        aggs = []
+        for k, r in enumerate(c.rules):
+            if not r.effective_excludes:
+                continue
+            cond = pl.col("name").is_in(list(r.effective_excludes)) & event_counts(
+                pl.lit(r.effective_window_days), as_of)
+            cond = cond.sort_by("sig_idx")
+            aggs += [
+                pl.format("late:{}", pl.col("name")).sort_by("sig_idx").filter(cond).alias(f"er{k}"),
+                pl.col("rank").filter(cond).max().alias(f"ek{k}"),
+            ]
+        wide = wide.join(ev.group_by("doc_id").agg(aggs), on="doc_id", how="left")
+    return wide
+
+
+def _part_reason(state: pl.Expr, name: pl.Expr, fail_word: str) -> pl.Expr:
+    """``None`` for a passing part, else ``failed:``/``below_target:``/``missing:`` NAME."""
+    return (pl.when(state == "pass").then(None)
+            .when(state == "fail").then(pl.format(fail_word + ":{}", name))
+            .otherwise(pl.format("missing:{}", name)))
+
+
+def _rule_frame(wide: pl.LazyFrame, r: Rule, k: int, c: _Compiled, as_of: datetime) -> pl.LazyFrame:
+    """The output rows of one compiled alternative rule."""
+    parts: list[tuple[pl.Expr, pl.Expr, str]] = []  # state, rank, column suffix
+    reasons: list[pl.Expr] = []
+    for name in r.effective_requires:
+        i = c.vi[name]
+        st = pl.col(f"vstate{i}")
+        parts.append((st, pl.col(f"vrank{i}"), f"v{{}}{i}"))
+        reasons.append(_part_reason(st, pl.lit(name), "failed"))
+    if r.score is not None:
+        i = c.si[r.score.name]
+        st = score_state(pl.col(f"svalue{i}"), r.score.target, r.score.better == "lower")
+        parts.append((st, pl.col(f"srank{i}"), f"s{{}}{i}"))
+        reasons.append(_part_reason(st, pl.lit(r.score.name), "below_target"))
+    has_events = bool(r.effective_excludes)
+    ev_reasons = pl.col(f"er{k}").fill_null([]) if has_events else pl.lit([], pl.List(pl.String))
+    ev_rank = pl.col(f"ek{k}") if has_events else pl.lit(None, pl.Int8)
+    return _finish(wide, parts, reasons, ev_reasons, ev_rank, pl.lit(r.name),
+                   pl.lit(r.effective_window_days), pl.lit(has_events), as_of)
+
+
+def _finish(
+    frame: pl.LazyFrame,
+    parts: list[tuple[pl.Expr, pl.Expr, str]],
+    reasons: list[pl.Expr],
+    ev_reasons: pl.Expr,
+    ev_rank: pl.Expr,
+    rule: pl.Expr,
+    window_days: pl.Expr,
+    has_events: pl.Expr,
+    as_of: datetime,
+) -> pl.LazyFrame:
+    """Combine parts and events into the output columns (SEMANTICS §6–§9)."""
+    if parts:
+        any_fail = pl.any_horizontal([(s == "fail").fill_null(False) for s, _, _ in parts])
+        all_pass = pl.all_horizontal([(s == "pass").fill_null(False) for s, _, _ in parts])
+        base = (pl.when(any_fail).then(pl.lit("rejected"))
+                .when(all_pass).then(pl.lit("accepted")).otherwise(pl.lit("unknown")))
+        used = [pl.when(s.is_not_null()).then(rk) for s, rk, _ in parts]
+        part_reasons = pl.concat_list(reasons).list.drop_nulls()
+    else:
+        base, used, part_reasons = pl.lit("unknown"), [], pl.lit([], pl.List(pl.String))
+    late = ev_reasons.list.len() > 0
+    outcome = pl.when(late).then(pl.lit("rejected")).otherwise(base)
+    rank = pl.max_horizontal([*used, ev_rank, pl.lit(None, pl.Int8)]).fill_null(ASSERTED)
+    accepted = outcome == "accepted"
+    cols = [s for _, _, s in parts]
+    top = pl.max_horizontal([pl.col(s.format("apos")) for s in cols]) if cols else pl.lit(None, pl.Int64)
+
+    def pick(field: str) -> pl.Expr:
+        if not cols:
+            return pl.lit(None)
+        return pl.when(accepted).then(pl.coalesce(
+            [pl.when(pl.col(s.format("apos")) == top).then(pl.col(s.format(field))) for s in cols]))
+
+    end = pl.col("ended_at")
+    return frame.select(
+        "run_id",
+        rule.alias("rule"),
+        outcome.alias("outcome"),
+        pl.concat_list([part_reasons, ev_reasons]).alias("reasons"),
+        tier_word(rank).alias("tier"),
+        tier_q(rank).alias("q"),
+        pick("aid").alias("accepted_attempt"),
+        pick("apos").alias("attempts_to_acceptance"),
+        pick("an").alias("accepted_attempt_n"),
+        pick("ar").alias("accepted_round"),
+        (end.is_not_null() & has_events
+         & (pl.lit(as_of) < end + pl.duration(days=1) * window_days)).fill_null(False).alias("window_open"),
+    )
+
+
+def evaluate_alternatives(
+    runs: pl.LazyFrame, signals: pl.LazyFrame, attempts: pl.LazyFrame,
+    rules: Sequence[Rule], as_of: datetime,
+) -> pl.LazyFrame:
+    """Every run under every alternative rule, in one pass over the data."""
+    if not rules:
+        return pl.LazyFrame(schema=OUTPUT_SCHEMA)
+    c = _Compiled(rules)
+    wide = _wide(runs, signals, attempts, c, as_of)
+    return pl.concat([_rule_frame(wide, r, k, c, as_of) for k, r in enumerate(rules)])
+
+
+# --- recorded rules: explode and join -------------------------------------------
+
+def evaluate_recorded(
+    runs: pl.LazyFrame, signals: pl.LazyFrame, attempts: pl.LazyFrame,
+    rules: pl.LazyFrame, as_of: datetime,
+) -> pl.LazyFrame:
+    """Every run under its own recorded rule (``rule = 'recorded'``)."""
+    pos = attempt_positions(attempts)
+    ok = rules.filter(pl.col("valid"))
+    req = (
+        ok.select("doc_id", pl.col("requires").alias("name"))
+        .with_columns(pl.int_ranges(0, pl.col("name").list.len()).alias("ri"))
+        .explode(["name", "ri"]).filter(pl.col("name").is_not_null())
+        .group_by("doc_id", "name").agg(pl.col("ri").min())
+        .join(latest_verdicts(signals), on=["doc_id", "name"], how="left")
+        .join(pos, on=["doc_id", "at_attempt"], how="left")
+        .with_columns(_part_reason(pl.col("state"), pl.col("name"), "failed").alias("reason"))
+    )
+    score = (
+        ok.filter(pl.col("score_name").is_not_null())
+        .select("doc_id", pl.col("score_name").alias("name"), "score_target", "score_better")
+        .join(latest_scores(signals), on=["doc_id", "name"], how="left")
+        .join(pos, on=["doc_id", "at_attempt"], how="left")
+        .with_columns(score_state(pl.col("value"), pl.col("score_target"),
+                                  pl.col("score_better") == "lower").alias("state"))
+        .with_columns(_part_reason(pl.col("state"), pl.col("name"), "below_target").alias("reason"),
+                      pl.lit(1 << 30, pl.Int64).alias("ri"))
+    )
+    cols = ["doc_id", "name", "ri", "state", "rank", "reason", "pos", "n", "round", "at_attempt"]
+    parts = pl.concat([req.select(cols), score.select(cols)])
+    agg = parts.group_by("doc_id").agg(
+        pl.len().alias("n_parts"),
+        (pl.col("state") == "fail").fill_null(False).any().alias("any_fail"),
+        (pl.col("state") == "pass").fill_null(False).all().alias("all_pass"),
+        pl.col("reason").sort_by("ri").drop_nulls().alias("part_reasons"),
+        pl.col("rank").filter(pl.col("state").is_not_null()).max().alias("used_rank"),
+        pl.col("pos").max().alias("apos"),
+        pl.col("at_attempt").sort_by("pos", nulls_last=False).last().alias("aid"),
+        pl.col("n").sort_by("pos", nulls_last=False).last().alias("an"),
+        pl.col("round").sort_by("pos", nulls_last=False).last().alias("ar"),
+    )
+    excl = (
+        ok.select("doc_id", pl.col("excludes_events").fill_null(list(DEFAULT_EXCLUDES)).alias("name"),
+                  pl.col("window_days").fill_null(DEFAULT_WINDOW_DAYS).alias("wd"))
+        .explode("name").filter(pl.col("name").is_not_null()).unique(["doc_id", "name"])
+    )
+    ev = (
+        _event_rows(signals, runs, None).join(excl, on=["doc_id", "name"])
+        .filter(event_counts(pl.col("wd"), as_of))
+        .group_by("doc_id").agg(
+            pl.format("late:{}", pl.col("name")).sort_by("sig_idx").alias("ev_reasons"),
+            pl.col("rank").max().alias("ev_rank"),
+        )
+    )
+    frame = (
+        runs.select("doc_id", "run_id", "ended_at")
+        .join(rules.select("doc_id", "valid", "window_days",
+                           (pl.col("excludes_events").is_null()
+                            | (pl.col("excludes_events").list.len() > 0)).alias("has_events")),
+              on="doc_id", how="left")
+        .join(agg, on="doc_id", how="left").join(ev, on="doc_id", how="left")
+    )
+    return _finish_recorded(frame, as_of)
+
+
+def _finish_recorded(frame: pl.LazyFrame, as_of: datetime) -> pl.LazyFrame:
+    valid = pl.col("valid").fill_null(False)
+    n_parts = pl.col("n_parts").fill_null(0)
+    base = (pl.when(n_parts == 0).then(pl.lit("unknown"))
+            .when(pl.col("any_fail")).then(pl.lit("rejected"))
+            .when(pl.col("all_pass")).then(pl.lit("accepted")).otherwise(pl.lit("unknown")))
+    ev_reasons = pl.col("ev_reasons").fill_null([])
+    outcome = pl.when(ev_reasons.list.len() > 0).then(pl.lit("rejected")).otherwise(base)
+    outcome = pl.when(valid).then(outcome).otherwise(pl.lit("unknown"))
+    reasons = (
+        pl.when(pl.col("valid").is_null()).then(pl.lit(["no_rule"]))
+        .when(~valid).then(pl.lit(["invalid_rule"]))
+        .otherwise(pl.concat_list([pl.col("part_reasons").fill_null([]), ev_reasons]))
+    )
+    rank = pl.when(valid).then(
+        pl.max_horizontal(pl.col("used_rank"), pl.col("ev_rank"))).fill_null(ASSERTED)
+    accepted = outcome == "accepted"
+    end = pl.col("ended_at")
+    window = pl.col("window_days").fill_null(DEFAULT_WINDOW_DAYS)
+    return frame.select(
+        "run_id",
+        pl.lit(RECORDED).alias("rule"),
+        outcome.alias("outcome"),
+        reasons.alias("reasons"),
+        tier_word(rank).alias("tier"),
+        tier_q(rank).alias("q"),
+        pl.when(accepted & pl.col("apos").is_not_null()).then(pl.col("aid"))
+        .alias("accepted_attempt"),
+        pl.when(accepted).then(pl.col("apos")).alias("attempts_to_acceptance"),
+        pl.when(accepted & pl.col("apos").is_not_null()).then(pl.col("an")).alias("accepted_attempt_n"),
+        pl.when(accepted & pl.col("apos").is_not_null()).then(pl.col("ar")).alias("accepted_round"),
+        (valid & end.is_not_null() & pl.col("has_events").fill_null(False)
+         & (pl.lit(as_of) < end + pl.duration(days=1) * window)).fill_null(False).alias("window_open"),
+    )
+
+
+# --- public entry ---------------------------------------------------------------
+
+def resolve_as_of(as_of: datetime | str | None) -> datetime:
+    """``as_of`` as an aware UTC instant; now when ``None``; naive reads as UTC."""
+    if as_of is None:
+        return datetime.now(UTC).replace(microsecond=0)
+    if isinstance(as_of, str):
+        as_of = datetime.fromisoformat(as_of.replace("Z", "+00:00"))
+    if as_of.tzinfo is None:
+        return as_of.replace(tzinfo=UTC)
+    return as_of.astimezone(UTC)
+
+
+def evaluate(
+    tables: dict[str, pl.LazyFrame] | object,
+    rules: Sequence[Rule],
+    as_of: datetime,
+    *,
+    recorded: bool = True,
+) -> pl.LazyFrame:
+    """Acceptance rows for the recorded rules and ``rules`` over scanned tables."""
+    t = tables if isinstance(tables, dict) else tables.frames  # type: ignore[attr-defined]
+    runs, signals, attempts = t["runs"], t["signals"], t["attempts"]
+    frames = []
+    if recorded:
+        frames.append(evaluate_recorded(runs, signals, attempts, t["rules"], as_of))
+    if rules:
+        frames.append(evaluate_alternatives(runs, signals, attempts, rules, as_of))
+    out = pl.concat(frames, how="vertical_relaxed") if frames else pl.LazyFrame(schema=OUTPUT_SCHEMA)
+    return out.with_columns(pl.lit(as_of).dt.cast_time_unit("us").alias("as_of")).cast(OUTPUT_SCHEMA)
+
+
+def _frames(dataset: object) -> dict[str, pl.LazyFrame]:
+    from ocp_analytics.dataset import Dataset, scan_dataset
+
+    if isinstance(dataset, Dataset):
+        return dataset.frames
+    if isinstance(dataset, dict):
+        return dataset
+    return scan_dataset(dataset).frames  # type: ignore[arg-type]
+
+
+def acceptance(
+    dataset: object,
+    rules: object = None,
+    *,
+    as_of: datetime | str | None = None,
+    recorded: bool = True,
+) -> pl.LazyFrame:
+    """Acceptance of every run, under its recorded rule and alternative rules.
+
+    Parameters
+    ----------
+    dataset
+        A dataset path, a :class:`~ocp_analytics.Dataset`, or a dict of
+        LazyFrames with ``runs``, ``signals``, ``attempts`` and ``rules``.
+    rules
+        Alternative rules: :class:`~ocp_analytics.Rule` objects, short forms
+        (``"tests+review"``, ``"runtime_s<=3600"``), a rules file path, or a
+        list of these.
+    as_of
+        The instant events are judged at (SEMANTICS §1); now (UTC) by default.
+        Written into every row as the ``as_of`` column.
+    recorded
+        Include each run's own rule (``rule = "recorded"``).
+
+    Returns
+    -------
+    polars.LazyFrame
+        One row per (run, rule): ``run_id, rule, outcome, reasons, tier, q,
+        accepted_attempt, attempts_to_acceptance, accepted_attempt_n,
+        accepted_round, window_open, as_of``.
+
+    Examples
+    --------
+    >>> import ocp_analytics as oa, tempfile
+    >>> ds = tempfile.mkdtemp() + "/ds"
+    >>> _ = oa.ingest("tests/data/examples/v0.3/full-fields.ocp.json", ds)
+    >>> row = oa.acceptance(ds, as_of="2027-01-01T00:00:00Z").collect().row(0, named=True)
+    >>> row["outcome"], row["tier"], row["accepted_attempt"], row["attempts_to_acceptance"]
+    ('accepted', 'reported', 'review.a2', 4)
+    """
+    from ocp_analytics.rules import resolve_rules
+
+    alt = resolve_rules(rules)  # type: ignore[arg-type]
+    return evaluate(_frames(dataset), alt, resolve_as_of(as_of), recorded=recorded)
