@@ -1,5 +1,6 @@
 """ocp-analytics: columnar analytics for OCP run documents."""
 
+from ocp_analytics.acceptance import acceptance
 from ocp_analytics.dataset import Dataset, scan_dataset
 from ocp_analytics.exceptions import (
     DatasetError,
@@ -10,6 +11,7 @@ from ocp_analytics.exceptions import (
     StrictIngestError,
 )
 from ocp_analytics.ingest import IngestSummary, ingest
+from ocp_analytics.rates import compare, label, rates
 from ocp_analytics.rules import Rule, ScoreTarget, read_rules_file
 
 __version__ = "0.1.0"
@@ -26,7 +28,11 @@ __all__ = [
     "SourceError",
     "StrictIngestError",
     "__version__",
+    "acceptance",
+    "compare",
     "ingest",
+    "label",
+    "rates",
     "read_rules_file",
     "scan_dataset",
 ]

@@ -36,6 +36,7 @@ from ocp_analytics.exceptions import DatasetError, hint
 FORMAT = {"format": "ocp-analytics-dataset", "version": 1}
 MARKER = "ocp-dataset.json"
 BATCHES = "_batches"
+SCHEMA_DIR = "_schema"  # one empty Parquet file per table, for SQL readers
 
 
 def _atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -68,8 +69,12 @@ def create(path: str | Path) -> Path:
     if root.is_dir() and any(root.iterdir()) and not is_dataset(root):
         raise DatasetError(hint(f"{str(root)!r} is a non-empty folder that is not a dataset.",
                                 "give an empty or new folder, or an existing dataset."))
-    for name in (BATCHES, *S.TABLES):
+    for name in (BATCHES, SCHEMA_DIR, *S.TABLES):
         (root / name).mkdir(parents=True, exist_ok=True)
+    for table, schema in S.TABLES.items():
+        empty = root / SCHEMA_DIR / f"{table}.parquet"
+        if not empty.exists():
+            write_parquet_atomic(schema.empty_table(), empty)
     if not is_dataset(root):
         _atomic_write_bytes(root / MARKER, orjson.dumps(FORMAT))
     return root

@@ -1,0 +1,220 @@
+"""Rates by group and rule, and rule-versus-rule comparisons (SEMANTICS §10).
+
+LazyFrame in, LazyFrame out; only the CLI collects.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import datetime
+
+import polars as pl
+
+from ocp_analytics.acceptance import TIER_RANK, _frames, acceptance
+from ocp_analytics.exceptions import OcpAnalyticsError, hint
+
+Z95 = 1.959963984540054
+LABEL_PREFIX = "label."
+
+
+def label(key: str) -> pl.Expr:
+    """The value of one label of a run (``runs.labels``), null when absent.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> df = pl.DataFrame({"labels": [[{"key": "team", "value": "a"}], []]},
+    ...                   schema={"labels": pl.Map(pl.String, pl.String)})
+    >>> df.select(label("team")).to_series().to_list()
+    ['a', None]
+    """
+    return pl.col("labels").map.get(key).alias(f"{LABEL_PREFIX}{key}")
+
+
+def wilson(successes: pl.Expr, n: pl.Expr, z: float = Z95) -> tuple[pl.Expr, pl.Expr]:
+    """Lower and upper bounds of the Wilson score interval (null when n = 0)."""
+    nn = n.cast(pl.Float64)
+    p = successes.cast(pl.Float64) / nn
+    denom = 1 + z * z / nn
+    centre = (p + z * z / (2 * nn)) / denom
+    half = z * ((p * (1 - p) / nn + z * z / (4 * nn * nn)).sqrt()) / denom
+    ok = n > 0
+    return pl.when(ok).then(centre - half), pl.when(ok).then(centre + half)
+
+
+def _group_exprs(by: Sequence[str], runs_schema: pl.Schema) -> list[pl.Expr]:
+    exprs = []
+    for col in by:
+        if col.startswith(LABEL_PREFIX):
+            exprs.append(label(col[len(LABEL_PREFIX):]))
+        elif col in runs_schema:
+            exprs.append(pl.col(col))
+        else:
+            raise OcpAnalyticsError(hint(
+                f"cannot group by {col!r}: it is not a column of runs.",
+                f"use a runs column ({', '.join(sorted(runs_schema))}) or label.KEY."))
+    return exprs
+
+
+def _with_groups(
+    acc: pl.LazyFrame, runs: pl.LazyFrame, by: Sequence[str]
+) -> pl.LazyFrame:
+    if not by:
+        return acc
+    exprs = _group_exprs(by, runs.collect_schema())
+    return acc.join(runs.select("run_id", *exprs), on="run_id", how="left")
+
+
+def rates_from(
+    acc: pl.LazyFrame, by: Sequence[str] = (), min_tier: str | None = None
+) -> pl.LazyFrame:
+    """Aggregate acceptance rows (with group columns ``by``) into rates."""
+    outcome = pl.col("outcome")
+    if min_tier is not None:
+        limit = TIER_RANK[min_tier]
+        strong = pl.col("tier").replace_strict(TIER_RANK, return_dtype=pl.Int8) <= limit
+        outcome = pl.when(strong).then(outcome).otherwise(pl.lit("unknown"))
+    acc = acc.with_columns(outcome.alias("_o"))
+    accepted = (pl.col("_o") == "accepted")
+    att = pl.col("attempts_to_acceptance").filter(accepted)
+    grouped = acc.group_by([*by, "rule"]).agg(
+        pl.len().alias("runs"),
+        accepted.sum().alias("accepted"),
+        (pl.col("_o") == "rejected").sum().alias("rejected"),
+        (pl.col("_o") == "unknown").sum().alias("unknown"),
+        (accepted & pl.col("window_open")).sum().alias("provisional"),
+        att.mean().alias("attempts_mean"),
+        att.median().alias("attempts_median"),
+        pl.when(att.count() > 0).then((att == 1).sum() / att.count())
+        .alias("first_attempt_share"),
+        pl.col("as_of").first(),
+    )
+    decided = pl.col("accepted") + pl.col("rejected")
+    lo, hi = wilson(pl.col("accepted"), decided)
+    return grouped.with_columns(
+        pl.when(decided > 0).then(pl.col("accepted") / decided).alias("accept_rate"),
+        lo.alias("ci_low"),
+        hi.alias("ci_high"),
+        (decided / pl.col("runs")).alias("decided_share"),
+    ).select(
+        *by, "rule", "runs", "accepted", "rejected", "unknown", "accept_rate", "ci_low",
+        "ci_high", "decided_share", "attempts_mean", "attempts_median",
+        "first_attempt_share", "provisional", "as_of",
+    ).sort([*by, "rule"], nulls_last=True)
+
+
+def rates(
+    dataset: object,
+    rules: object = None,
+    *,
+    by: Sequence[str] | str = (),
+    min_tier: str | None = None,
+    as_of: datetime | str | None = None,
+    recorded: bool = True,
+) -> pl.LazyFrame:
+    """Acceptance rates per group and rule (SEMANTICS §10).
+
+    Parameters
+    ----------
+    dataset, rules, as_of, recorded
+        As for :func:`~ocp_analytics.acceptance`.
+    by
+        Group columns: any ``runs`` column, or ``label.KEY`` for a label.
+    min_tier
+        Count an outcome as decided only when its tier is at least this strong
+        (``verified``, ``reported``, ``heuristic``, ``asserted``).
+
+    Returns
+    -------
+    polars.LazyFrame
+        ``*by, rule, runs, accepted, rejected, unknown, accept_rate, ci_low,
+        ci_high, decided_share, attempts_mean, attempts_median,
+        first_attempt_share, provisional, as_of``.
+
+    Examples
+    --------
+    >>> import ocp_analytics as oa, tempfile
+    >>> ds = tempfile.mkdtemp() + "/ds"
+    >>> _ = oa.ingest("tests/data/examples/v0.3", ds)
+    >>> r = oa.rates(ds, "tests+review", as_of="2027-01-01T00:00:00Z").collect()
+    >>> r.select("rule", "runs", "accepted", "unknown").rows()
+    [('recorded', 7, 7, 0), ('tests+review', 7, 4, 3)]
+    """
+    if min_tier is not None and min_tier not in TIER_RANK:
+        raise OcpAnalyticsError(hint(f"unknown tier {min_tier!r}.",
+                                     f"use one of {', '.join(TIER_RANK)}."))
+    cols = [by] if isinstance(by, str) else list(by)
+    frames = _frames(dataset)
+    acc = acceptance(frames, rules, as_of=as_of, recorded=recorded)
+    return rates_from(_with_groups(acc, frames["runs"], cols), cols, min_tier)
+
+
+def flips_from(acc: pl.LazyFrame, sample: int = 5) -> pl.LazyFrame:
+    """For every ordered pair of rules, the runs accepted under one and not the other.
+
+    Returns ``rule_a, rule_b, runs_compared, flips, sample_run_ids`` where
+    ``flips`` counts runs accepted under ``rule_a`` but not under ``rule_b``.
+    """
+    a = acc.select("run_id", pl.col("rule").alias("rule_a"),
+                   (pl.col("outcome") == "accepted").alias("acc_a"))
+    b = acc.select("run_id", pl.col("rule").alias("rule_b"),
+                   (pl.col("outcome") == "accepted").alias("acc_b"))
+    pairs = a.join(b, on="run_id").filter(pl.col("rule_a") != pl.col("rule_b"))
+    flip = pl.col("acc_a") & ~pl.col("acc_b")
+    return pairs.group_by("rule_a", "rule_b").agg(
+        pl.len().alias("runs_compared"),
+        flip.sum().alias("flips"),
+        pl.col("run_id").filter(flip).sort().head(sample).alias("sample_run_ids"),
+    ).sort("rule_a", "rule_b")
+
+
+def compare(
+    dataset: object,
+    rules: object,
+    *,
+    by: Sequence[str] | str = (),
+    as_of: datetime | str | None = None,
+    sample: int = 5,
+    recorded: bool = True,
+) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """Teams' bars side by side: a rate matrix and rule-versus-rule flips.
+
+    Returns ``(matrix, flips)``: ``matrix`` has one row per group and a column
+    per rule (``accept_rate`` formatted with its interval is left to the
+    caller; the numeric columns are ``<rule>``, ``<rule>__low``,
+    ``<rule>__high``), ``flips`` is :func:`flips_from` over the same rows.
+
+    Examples
+    --------
+    >>> import ocp_analytics as oa, tempfile
+    >>> ds = tempfile.mkdtemp() + "/ds"
+    >>> _ = oa.ingest("tests/data/examples/v0.3", ds)
+    >>> m, f = oa.compare(ds, ["tests", "tests+review"], as_of="2027-01-01T00:00:00Z")
+    >>> f.filter(rule_a="tests", rule_b="tests+review").collect()["flips"].item()
+    3
+    """
+    cols = [by] if isinstance(by, str) else list(by)
+    frames = _frames(dataset)
+    acc = acceptance(frames, rules, as_of=as_of, recorded=recorded).collect().lazy()
+    long = rates_from(_with_groups(acc, frames["runs"], cols), cols).collect()
+    names = long.get_column("rule").unique(maintain_order=True).to_list()
+    keys = cols or ["_all"]
+    long = long.with_columns(pl.lit("all").alias("_all")) if not cols else long
+    matrix = long.pivot(on="rule", index=keys, values=["accept_rate", "ci_low", "ci_high"],
+                        aggregate_function="first")
+    ren = {}
+    for n in names:
+        ren[f"accept_rate_{n}"] = n
+        ren[f"ci_low_{n}"] = f"{n}__low"
+        ren[f"ci_high_{n}"] = f"{n}__high"
+    matrix = matrix.rename({k: v for k, v in ren.items() if k in matrix.columns})
+    ordered = [c for n in names for c in (n, f"{n}__low", f"{n}__high") if c in matrix.columns]
+    return matrix.select(*keys, *ordered).lazy(), flips_from(acc, sample)
+
+
+def format_rate(rate: float | None, low: float | None, high: float | None) -> str:
+    """``"72.4% [68.1–76.3]"``, or ``"–"`` when undecided."""
+    if rate is None or (isinstance(rate, float) and math.isnan(rate)):
+        return "–"
+    return f"{100 * rate:.1f}% [{100 * (low or 0):.1f}–{100 * (high or 0):.1f}]"
