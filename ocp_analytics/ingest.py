@@ -141,19 +141,32 @@ class _Batch:
         self.next_doc = 0
         self.parts = 0
         self.superseding = 0
+        self.pending: dict[str, list[pl.DataFrame]] = {t: [] for t in S.TABLES}
+        self.pending_rows = 0
 
     def doc_id_base(self, n: int) -> int:
         base = (self.seq << 32) + self.next_doc
         self.next_doc += n
         return base
 
-    def write(self, frames: dict[str, pl.DataFrame]) -> None:
+    def write(self, frames: dict[str, pl.DataFrame], flush_rows: int) -> None:
+        """Buffer a chunk's frames; write a part once ``flush_rows`` runs are held."""
         for table, frame in frames.items():
-            if frame.height == 0:
+            if frame.height:
+                self.pending[table].append(frame)
+        self.pending_rows += frames["runs"].height if "runs" in frames else 0
+        if self.pending_rows >= flush_rows:
+            self.flush()
+
+    def flush(self) -> None:
+        for table, frames in self.pending.items():
+            if not frames:
                 continue
             rel = f"{table}/{self.batch_id}-{self.parts:05d}.parquet"
-            D.write_parquet_atomic(to_arrow(frame, table), self.root / rel)
+            D.write_parquet_atomic(to_arrow(pl.concat(frames), table), self.root / rel)
             self.files[table].append(rel)
+        self.pending = {t: [] for t in S.TABLES}
+        self.pending_rows = 0
         self.parts += 1
 
     @property
@@ -161,6 +174,7 @@ class _Batch:
         return sum(s.documents for s in self.sources)
 
     def commit(self) -> None:
+        self.flush()
         D.commit(self.root, {
             "batch_id": self.batch_id,
             "seq": self.seq,
@@ -245,7 +259,7 @@ class _Ingest:
             self.progress.advance(len(meta.texts), 0)
         if problems:
             q = _quarantine_problems(problems, source, self.batch.batch_id)
-            self.batch.write({"quarantine": q})
+            self.batch.write({"quarantine": q}, self.chunk_docs)
             summary.documents += q.height
             summary.quarantined += q.height
             self.summary.quarantine_by_code.update(q.get_column("code").to_list())
@@ -268,7 +282,7 @@ class _Ingest:
         self.batch.superseding += counts["replaced"]
         self.summary.findings_by_code.update(frames["findings"].get_column("code").to_list())
         self.summary.quarantine_by_code.update(frames["quarantine"].get_column("code").to_list())
-        self.batch.write(frames)
+        self.batch.write(frames, self.chunk_docs)
         latest = status.group_by("run_id").agg(pl.col("h").sort_by("doc_id").last())
         self.known = pl.concat([
             self.known.filter(~pl.col("run_id").is_in(latest.get_column("run_id").implode())),

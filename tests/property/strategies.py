@@ -239,9 +239,9 @@ def signal_lists(draw, attempt_ids: list[str]) -> list:
     several usual verdict and score names, so rules often get decided; then
     shuffled and given ids sig_0, sig_1, …"""
     out = [draw(signals(attempt_ids)) for _ in range(draw(st.integers(0, 8)))]
-    if draw(st.integers(0, 3)):
+    if draw(st.integers(0, 5)):
         for kind, name in _PLANNED:
-            if draw(st.integers(0, 3)):
+            if draw(st.integers(0, 4)):
                 out.append(draw(signals(attempt_ids, kind, name)))
     out = draw(st.permutations(out))
     return [{"id": f"sig_{i}", **s} if isinstance(s, dict) else s for i, s in enumerate(out)]
