@@ -56,15 +56,20 @@ def tier_word(rank: pl.Expr) -> pl.Expr:
 
 def tier_q(rank: pl.Expr) -> pl.Expr:
     """q of a tier rank: 0.98, 0.95, 0.80, 0.70."""
-    return rank.replace_strict({i: TIER_Q[t] for i, t in enumerate(OUTCOME_TIERS)},
-                               return_dtype=pl.Float64)
+    return rank.replace_strict(
+        {i: TIER_Q[t] for i, t in enumerate(OUTCOME_TIERS)}, return_dtype=pl.Float64
+    )
 
 
 def verdict_state(value_text: pl.Expr) -> pl.Expr:
     """``pass`` / ``fail`` / null (unknown) of a verdict value (SEMANTICS §5)."""
     v = value_text.str.to_lowercase()
-    return (pl.when(v.is_in(["accept", "pass"])).then(pl.lit("pass"))
-            .when(v.is_in(["reject", "fail"])).then(pl.lit("fail")))
+    return (
+        pl.when(v.is_in(["accept", "pass"]))
+        .then(pl.lit("pass"))
+        .when(v.is_in(["reject", "fail"]))
+        .then(pl.lit("fail"))
+    )
 
 
 def score_state(value: pl.Expr, target: pl.Expr | float, lower: pl.Expr | bool) -> pl.Expr:
@@ -72,8 +77,13 @@ def score_state(value: pl.Expr, target: pl.Expr | float, lower: pl.Expr | bool) 
     t = target if isinstance(target, pl.Expr) else pl.lit(target)
     lo = lower if isinstance(lower, pl.Expr) else pl.lit(lower)
     reached = pl.when(lo).then(value <= t).otherwise(value >= t) & ~value.is_nan()
-    return (pl.when(value.is_null()).then(None)
-            .when(reached).then(pl.lit("pass")).otherwise(pl.lit("fail")))
+    return (
+        pl.when(value.is_null())
+        .then(None)
+        .when(reached)
+        .then(pl.lit("pass"))
+        .otherwise(pl.lit("fail"))
+    )
 
 
 # --- shared per-run tables ---------------------------------------------------
@@ -126,7 +136,9 @@ def attempt_positions(attempts: pl.LazyFrame) -> pl.LazyFrame:
     return ranked.group_by("doc_id", "at_attempt").agg(pl.all().sort_by("pos").first())
 
 
-def _event_rows(signals: pl.LazyFrame, runs: pl.LazyFrame, names: Sequence[str] | None) -> pl.LazyFrame:
+def _event_rows(
+    signals: pl.LazyFrame, runs: pl.LazyFrame, names: Sequence[str] | None
+) -> pl.LazyFrame:
     ev = signals.filter(pl.col("kind") == "event")
     if names is not None:
         ev = ev.filter(pl.col("name").is_in(list(names)))
@@ -139,13 +151,12 @@ def event_counts(window_days: pl.Expr, as_of: datetime) -> pl.Expr:
     """Whether an excluded event counts (SEMANTICS §6), over event rows."""
     obs, end = pl.col("observed_at"), pl.col("ended_at")
     not_future = obs.is_null() | (obs <= pl.lit(as_of))
-    in_window = end.is_null() | obs.is_null() | (
-        (obs - end) <= pl.duration(days=1) * window_days
-    )
+    in_window = end.is_null() | obs.is_null() | ((obs - end) <= pl.duration(days=1) * window_days)
     return not_future & in_window
 
 
 # --- alternative rules: compiled columns --------------------------------------
+
 
 def _col(prefix: str, i: int) -> str:
     return f"{prefix}{i}"
@@ -170,7 +181,9 @@ def _wide(
     wide = runs.select("doc_id", "run_id", "ended_at")
     pos = attempt_positions(attempts)
 
-    def attach(latest: pl.LazyFrame, names: list[str], prefix: str, cols: dict[str, str]) -> pl.LazyFrame:
+    def attach(
+        latest: pl.LazyFrame, names: list[str], prefix: str, cols: dict[str, str]
+    ) -> pl.LazyFrame:
         out = wide_ref[0]
         for i, name in enumerate(names):
             one = latest.filter(pl.col("name") == name).drop("name")
@@ -182,11 +195,19 @@ def _wide(
     wide_ref = [wide]
     att_cols = {"at_attempt": "aid", "pos": "apos", "n": "an", "round": "ar"}
     if c.verdicts:
-        wide_ref[0] = attach(latest_verdicts(signals, c.verdicts), c.verdicts, "v",
-                             {"state": "state", "rank": "rank", **att_cols})
+        wide_ref[0] = attach(
+            latest_verdicts(signals, c.verdicts),
+            c.verdicts,
+            "v",
+            {"state": "state", "rank": "rank", **att_cols},
+        )
     if c.scores:
-        wide_ref[0] = attach(latest_scores(signals, c.scores), c.scores, "s",
-                             {"value": "value", "rank": "rank", **att_cols})
+        wide_ref[0] = attach(
+            latest_scores(signals, c.scores),
+            c.scores,
+            "s",
+            {"value": "value", "rank": "rank", **att_cols},
+        )
     wide = wide_ref[0]
     if c.events and any(r.effective_excludes for r in c.rules):
         ev = _event_rows(signals, runs, c.events)
@@ -195,10 +216,13 @@ def _wide(
             if not r.effective_excludes:
                 continue
             cond = pl.col("name").is_in(list(r.effective_excludes)) & event_counts(
-                pl.lit(r.effective_window_days), as_of)
-            cond = cond.sort_by("sig_idx")
+                pl.lit(r.effective_window_days), as_of
+            )
             aggs += [
-                pl.format("late:{}", pl.col("name")).sort_by("sig_idx").filter(cond).alias(f"er{k}"),
+                pl.format("late:{}", pl.col("name"))
+                .filter(cond)
+                .sort_by(pl.col("sig_idx").filter(cond))
+                .alias(f"er{k}"),
                 pl.col("rank").filter(cond).max().alias(f"ek{k}"),
             ]
         wide = wide.join(ev.group_by("doc_id").agg(aggs), on="doc_id", how="left")
@@ -207,9 +231,13 @@ def _wide(
 
 def _part_reason(state: pl.Expr, name: pl.Expr, fail_word: str) -> pl.Expr:
     """``None`` for a passing part, else ``failed:``/``below_target:``/``missing:`` NAME."""
-    return (pl.when(state == "pass").then(None)
-            .when(state == "fail").then(pl.format(fail_word + ":{}", name))
-            .otherwise(pl.format("missing:{}", name)))
+    return (
+        pl.when(state == "pass")
+        .then(None)
+        .when(state == "fail")
+        .then(pl.format(fail_word + ":{}", name))
+        .otherwise(pl.format("missing:{}", name))
+    )
 
 
 def _rule_frame(wide: pl.LazyFrame, r: Rule, k: int, c: _Compiled, as_of: datetime) -> pl.LazyFrame:
@@ -229,8 +257,17 @@ def _rule_frame(wide: pl.LazyFrame, r: Rule, k: int, c: _Compiled, as_of: dateti
     has_events = bool(r.effective_excludes)
     ev_reasons = pl.col(f"er{k}").fill_null([]) if has_events else pl.lit([], pl.List(pl.String))
     ev_rank = pl.col(f"ek{k}") if has_events else pl.lit(None, pl.Int8)
-    return _finish(wide, parts, reasons, ev_reasons, ev_rank, pl.lit(r.name),
-                   pl.lit(r.effective_window_days), pl.lit(has_events), as_of)
+    return _finish(
+        wide,
+        parts,
+        reasons,
+        ev_reasons,
+        ev_rank,
+        pl.lit(r.name),
+        pl.lit(r.effective_window_days),
+        pl.lit(has_events),
+        as_of,
+    )
 
 
 def _finish(
@@ -248,8 +285,13 @@ def _finish(
     if parts:
         any_fail = pl.any_horizontal([(s == "fail").fill_null(False) for s, _, _ in parts])
         all_pass = pl.all_horizontal([(s == "pass").fill_null(False) for s, _, _ in parts])
-        base = (pl.when(any_fail).then(pl.lit("rejected"))
-                .when(all_pass).then(pl.lit("accepted")).otherwise(pl.lit("unknown")))
+        base = (
+            pl.when(any_fail)
+            .then(pl.lit("rejected"))
+            .when(all_pass)
+            .then(pl.lit("accepted"))
+            .otherwise(pl.lit("unknown"))
+        )
         used = [pl.when(s.is_not_null()).then(rk) for s, rk, _ in parts]
         part_reasons = pl.concat_list(reasons).list.drop_nulls()
     else:
@@ -259,13 +301,23 @@ def _finish(
     rank = pl.max_horizontal([*used, ev_rank, pl.lit(None, pl.Int8)]).fill_null(ASSERTED)
     accepted = outcome == "accepted"
     cols = [s for _, _, s in parts]
-    top = pl.max_horizontal([pl.col(s.format("apos")) for s in cols]) if cols else pl.lit(None, pl.Int64)
+    top = (
+        pl.max_horizontal([pl.col(s.format("apos")) for s in cols])
+        if cols
+        else pl.lit(None, pl.Int64)
+    )
 
     def pick(field: str) -> pl.Expr:
         if not cols:
             return pl.lit(None)
-        return pl.when(accepted).then(pl.coalesce(
-            [pl.when(pl.col(s.format("apos")) == top).then(pl.col(s.format(field))) for s in cols]))
+        return pl.when(accepted).then(
+            pl.coalesce(
+                [
+                    pl.when(pl.col(s.format("apos")) == top).then(pl.col(s.format(field)))
+                    for s in cols
+                ]
+            )
+        )
 
     end = pl.col("ended_at")
     return frame.select(
@@ -279,14 +331,18 @@ def _finish(
         pick("apos").alias("attempts_to_acceptance"),
         pick("an").alias("accepted_attempt_n"),
         pick("ar").alias("accepted_round"),
-        (end.is_not_null() & has_events
-         & (pl.lit(as_of) < end + pl.duration(days=1) * window_days)).fill_null(False).alias("window_open"),
-    )
+        (end.is_not_null() & has_events & (pl.lit(as_of) < end + pl.duration(days=1) * window_days))
+        .fill_null(False)
+        .alias("window_open"),
+    ).cast(pl.Schema({k: v for k, v in OUTPUT_SCHEMA.items() if k != "as_of"}))
 
 
 def evaluate_alternatives(
-    runs: pl.LazyFrame, signals: pl.LazyFrame, attempts: pl.LazyFrame,
-    rules: Sequence[Rule], as_of: datetime,
+    runs: pl.LazyFrame,
+    signals: pl.LazyFrame,
+    attempts: pl.LazyFrame,
+    rules: Sequence[Rule],
+    as_of: datetime,
 ) -> pl.LazyFrame:
     """Every run under every alternative rule, in one pass over the data."""
     if not rules:
@@ -298,9 +354,13 @@ def evaluate_alternatives(
 
 # --- recorded rules: explode and join -------------------------------------------
 
+
 def evaluate_recorded(
-    runs: pl.LazyFrame, signals: pl.LazyFrame, attempts: pl.LazyFrame,
-    rules: pl.LazyFrame, as_of: datetime,
+    runs: pl.LazyFrame,
+    signals: pl.LazyFrame,
+    attempts: pl.LazyFrame,
+    rules: pl.LazyFrame,
+    as_of: datetime,
 ) -> pl.LazyFrame:
     """Every run under its own recorded rule (``rule = 'recorded'``)."""
     pos = attempt_positions(attempts)
@@ -308,8 +368,10 @@ def evaluate_recorded(
     req = (
         ok.select("doc_id", pl.col("requires").alias("name"))
         .with_columns(pl.int_ranges(0, pl.col("name").list.len()).alias("ri"))
-        .explode(["name", "ri"]).filter(pl.col("name").is_not_null())
-        .group_by("doc_id", "name").agg(pl.col("ri").min())
+        .explode(["name", "ri"])
+        .filter(pl.col("name").is_not_null())
+        .group_by("doc_id", "name")
+        .agg(pl.col("ri").min())
         .join(latest_verdicts(signals), on=["doc_id", "name"], how="left")
         .join(pos, on=["doc_id", "at_attempt"], how="left")
         .with_columns(_part_reason(pl.col("state"), pl.col("name"), "failed").alias("reason"))
@@ -319,10 +381,15 @@ def evaluate_recorded(
         .select("doc_id", pl.col("score_name").alias("name"), "score_target", "score_better")
         .join(latest_scores(signals), on=["doc_id", "name"], how="left")
         .join(pos, on=["doc_id", "at_attempt"], how="left")
-        .with_columns(score_state(pl.col("value"), pl.col("score_target"),
-                                  pl.col("score_better") == "lower").alias("state"))
-        .with_columns(_part_reason(pl.col("state"), pl.col("name"), "below_target").alias("reason"),
-                      pl.lit(1 << 30, pl.Int64).alias("ri"))
+        .with_columns(
+            score_state(
+                pl.col("value"), pl.col("score_target"), pl.col("score_better") == "lower"
+            ).alias("state")
+        )
+        .with_columns(
+            _part_reason(pl.col("state"), pl.col("name"), "below_target").alias("reason"),
+            pl.lit(1 << 30, pl.Int64).alias("ri"),
+        )
     )
     cols = ["doc_id", "name", "ri", "state", "rank", "reason", "pos", "n", "round", "at_attempt"]
     parts = pl.concat([req.select(cols), score.select(cols)])
@@ -338,25 +405,41 @@ def evaluate_recorded(
         pl.col("round").sort_by("pos", nulls_last=False).last().alias("ar"),
     )
     excl = (
-        ok.select("doc_id", pl.col("excludes_events").fill_null(list(DEFAULT_EXCLUDES)).alias("name"),
-                  pl.col("window_days").fill_null(DEFAULT_WINDOW_DAYS).alias("wd"))
-        .explode("name").filter(pl.col("name").is_not_null()).unique(["doc_id", "name"])
+        ok.select(
+            "doc_id",
+            pl.col("excludes_events").fill_null(list(DEFAULT_EXCLUDES)).alias("name"),
+            pl.col("window_days").fill_null(DEFAULT_WINDOW_DAYS).alias("wd"),
+        )
+        .explode("name")
+        .filter(pl.col("name").is_not_null())
+        .unique(["doc_id", "name"])
     )
     ev = (
-        _event_rows(signals, runs, None).join(excl, on=["doc_id", "name"])
+        _event_rows(signals, runs, None)
+        .join(excl, on=["doc_id", "name"])
         .filter(event_counts(pl.col("wd"), as_of))
-        .group_by("doc_id").agg(
+        .group_by("doc_id")
+        .agg(
             pl.format("late:{}", pl.col("name")).sort_by("sig_idx").alias("ev_reasons"),
             pl.col("rank").max().alias("ev_rank"),
         )
     )
     frame = (
         runs.select("doc_id", "run_id", "ended_at")
-        .join(rules.select("doc_id", "valid", "window_days",
-                           (pl.col("excludes_events").is_null()
-                            | (pl.col("excludes_events").list.len() > 0)).alias("has_events")),
-              on="doc_id", how="left")
-        .join(agg, on="doc_id", how="left").join(ev, on="doc_id", how="left")
+        .join(
+            rules.select(
+                "doc_id",
+                "valid",
+                "window_days",
+                (
+                    pl.col("excludes_events").is_null() | (pl.col("excludes_events").list.len() > 0)
+                ).alias("has_events"),
+            ),
+            on="doc_id",
+            how="left",
+        )
+        .join(agg, on="doc_id", how="left")
+        .join(ev, on="doc_id", how="left")
     )
     return _finish_recorded(frame, as_of)
 
@@ -364,19 +447,30 @@ def evaluate_recorded(
 def _finish_recorded(frame: pl.LazyFrame, as_of: datetime) -> pl.LazyFrame:
     valid = pl.col("valid").fill_null(False)
     n_parts = pl.col("n_parts").fill_null(0)
-    base = (pl.when(n_parts == 0).then(pl.lit("unknown"))
-            .when(pl.col("any_fail")).then(pl.lit("rejected"))
-            .when(pl.col("all_pass")).then(pl.lit("accepted")).otherwise(pl.lit("unknown")))
+    base = (
+        pl.when(n_parts == 0)
+        .then(pl.lit("unknown"))
+        .when(pl.col("any_fail"))
+        .then(pl.lit("rejected"))
+        .when(pl.col("all_pass"))
+        .then(pl.lit("accepted"))
+        .otherwise(pl.lit("unknown"))
+    )
     ev_reasons = pl.col("ev_reasons").fill_null([])
     outcome = pl.when(ev_reasons.list.len() > 0).then(pl.lit("rejected")).otherwise(base)
     outcome = pl.when(valid).then(outcome).otherwise(pl.lit("unknown"))
     reasons = (
-        pl.when(pl.col("valid").is_null()).then(pl.lit(["no_rule"]))
-        .when(~valid).then(pl.lit(["invalid_rule"]))
+        pl.when(pl.col("valid").is_null())
+        .then(pl.lit(["no_rule"]))
+        .when(~valid)
+        .then(pl.lit(["invalid_rule"]))
         .otherwise(pl.concat_list([pl.col("part_reasons").fill_null([]), ev_reasons]))
     )
-    rank = pl.when(valid).then(
-        pl.max_horizontal(pl.col("used_rank"), pl.col("ev_rank"))).fill_null(ASSERTED)
+    rank = (
+        pl.when(valid)
+        .then(pl.max_horizontal(pl.col("used_rank"), pl.col("ev_rank")))
+        .fill_null(ASSERTED)
+    )
     accepted = outcome == "accepted"
     end = pl.col("ended_at")
     window = pl.col("window_days").fill_null(DEFAULT_WINDOW_DAYS)
@@ -387,17 +481,27 @@ def _finish_recorded(frame: pl.LazyFrame, as_of: datetime) -> pl.LazyFrame:
         reasons.alias("reasons"),
         tier_word(rank).alias("tier"),
         tier_q(rank).alias("q"),
-        pl.when(accepted & pl.col("apos").is_not_null()).then(pl.col("aid"))
+        pl.when(accepted & pl.col("apos").is_not_null())
+        .then(pl.col("aid"))
         .alias("accepted_attempt"),
         pl.when(accepted).then(pl.col("apos")).alias("attempts_to_acceptance"),
-        pl.when(accepted & pl.col("apos").is_not_null()).then(pl.col("an")).alias("accepted_attempt_n"),
+        pl.when(accepted & pl.col("apos").is_not_null())
+        .then(pl.col("an"))
+        .alias("accepted_attempt_n"),
         pl.when(accepted & pl.col("apos").is_not_null()).then(pl.col("ar")).alias("accepted_round"),
-        (valid & end.is_not_null() & pl.col("has_events").fill_null(False)
-         & (pl.lit(as_of) < end + pl.duration(days=1) * window)).fill_null(False).alias("window_open"),
+        (
+            valid
+            & end.is_not_null()
+            & pl.col("has_events").fill_null(False)
+            & (pl.lit(as_of) < end + pl.duration(days=1) * window)
+        )
+        .fill_null(False)
+        .alias("window_open"),
     )
 
 
 # --- public entry ---------------------------------------------------------------
+
 
 def resolve_as_of(as_of: datetime | str | None) -> datetime:
     """``as_of`` as an aware UTC instant; now when ``None``; naive reads as UTC."""
@@ -425,8 +529,12 @@ def evaluate(
         frames.append(evaluate_recorded(runs, signals, attempts, t["rules"], as_of))
     if rules:
         frames.append(evaluate_alternatives(runs, signals, attempts, rules, as_of))
-    out = pl.concat(frames, how="vertical_relaxed") if frames else pl.LazyFrame(schema=OUTPUT_SCHEMA)
-    return out.with_columns(pl.lit(as_of).dt.cast_time_unit("us").alias("as_of")).cast(OUTPUT_SCHEMA)
+    out = (
+        pl.concat(frames, how="vertical_relaxed") if frames else pl.LazyFrame(schema=OUTPUT_SCHEMA)
+    )
+    return out.with_columns(pl.lit(as_of).dt.cast_time_unit("us").alias("as_of")).cast(
+        pl.Schema(OUTPUT_SCHEMA)
+    )
 
 
 def _frames(dataset: object) -> dict[str, pl.LazyFrame]:

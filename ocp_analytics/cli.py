@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from datetime import datetime
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -29,7 +29,7 @@ app = typer.Typer(
 TABLE_ROWS = 40
 
 
-class Format(str, Enum):
+class Format(StrEnum):
     """Output formats."""
 
     table = "table"
@@ -57,9 +57,12 @@ class _RichProgress:
 
         self.docs = 0
         self.bar = Progress(
-            TextColumn("ingest"), BarColumn(), DownloadColumn(),
+            TextColumn("ingest"),
+            BarColumn(),
+            DownloadColumn(),
             TextColumn("{task.fields[docs]:,} documents ({task.fields[rate]:,.0f}/s)"),
-            TimeElapsedColumn(), transient=True,
+            TimeElapsedColumn(),
+            transient=True,
         )
         self.task = self.bar.add_task("ingest", total=0, docs=0, rate=0.0)
         self.start_time = 0.0
@@ -117,16 +120,20 @@ def _as_of(as_of: str | None) -> datetime:
         return resolve_as_of(as_of)
     except ValueError as exc:
         raise OcpAnalyticsError(
-            f"cannot read --as-of {as_of!r}: {exc}\n\nHint: use ISO 8601, e.g. "
-            "2026-12-01T00:00:00Z") from exc
+            f"cannot read --as-of {as_of!r}: {exc}\n\nHint: use ISO 8601, e.g. 2026-12-01T00:00:00Z"
+        ) from exc
 
 
 def _plain(frame: pl.DataFrame) -> pl.DataFrame:
     """Lists as JSON text, so CSV and terminals can show them."""
     return frame.with_columns(
-        [pl.col(c).map_elements(lambda v: orjson.dumps(v.to_list()).decode(),
-                                return_dtype=pl.String)
-         for c, t in frame.schema.items() if isinstance(t, pl.List)]
+        [
+            pl.col(c).map_elements(
+                lambda v: orjson.dumps(v.to_list()).decode(), return_dtype=pl.String
+            )
+            for c, t in frame.schema.items()
+            if isinstance(t, pl.List)
+        ]
     )
 
 
@@ -134,12 +141,16 @@ def emit(frame: pl.DataFrame, fmt: Format, out: Path | None, as_of: datetime | N
     """Write a result as an aligned table, CSV, JSON (with header) or Parquet."""
     if fmt is Format.parquet:
         if out is None:
-            raise OcpAnalyticsError("--format parquet needs --out FILE\n\nHint: add --out result.parquet")
+            raise OcpAnalyticsError(
+                "--format parquet needs --out FILE\n\nHint: add --out result.parquet"
+            )
         import pyarrow.parquet as pq
 
         table = frame.to_arrow()
-        meta = {**(table.schema.metadata or {}),
-                b"ocp_analytics.as_of": (as_of.isoformat() if as_of else "").encode()}
+        meta = {
+            **(table.schema.metadata or {}),
+            b"ocp_analytics.as_of": (as_of.isoformat() if as_of else "").encode(),
+        }
         pq.write_table(table.replace_schema_metadata(meta), out)
         return
     if fmt is Format.json:
@@ -152,13 +163,20 @@ def emit(frame: pl.DataFrame, fmt: Format, out: Path | None, as_of: datetime | N
         text = _plain(frame).write_csv()
     else:
         shown = _plain(frame.head(TABLE_ROWS))
-        with pl.Config(tbl_rows=TABLE_ROWS, tbl_cols=-1, fmt_str_lengths=60,
-                       tbl_hide_dataframe_shape=True, tbl_width_chars=400,
-                       tbl_hide_column_data_types=True):
+        with pl.Config(
+            tbl_rows=TABLE_ROWS,
+            tbl_cols=-1,
+            fmt_str_lengths=60,
+            tbl_hide_dataframe_shape=True,
+            tbl_width_chars=400,
+            tbl_hide_column_data_types=True,
+        ):
             text = str(shown)
         if frame.height > TABLE_ROWS:
-            text += (f"\n({TABLE_ROWS} of {frame.height:,} rows shown; "
-                     "--format csv|json|parquet --out FILE writes all)")
+            text += (
+                f"\n({TABLE_ROWS} of {frame.height:,} rows shown; "
+                "--format csv|json|parquet --out FILE writes all)"
+            )
         if as_of is not None:
             text += f"\nas_of: {as_of.isoformat()}"
     if out is None:
@@ -169,11 +187,18 @@ def emit(frame: pl.DataFrame, fmt: Format, out: Path | None, as_of: datetime | N
 
 DatasetArg = Annotated[Path, typer.Argument(help="The dataset folder.")]
 RulesOpt = Annotated[Path | None, typer.Option("--rules", help="Rules file (.toml or .json).")]
-RuleOpt = Annotated[list[str] | None, typer.Option("--rule", help="Short rule, e.g. 'tests+review' or 'runtime_s<=3600'.")]
-AsOfOpt = Annotated[str | None, typer.Option("--as-of", help="Judge events as of this instant (default now, UTC).")]
+RuleOpt = Annotated[
+    list[str] | None,
+    typer.Option("--rule", help="Short rule, e.g. 'tests+review' or 'runtime_s<=3600'."),
+]
+AsOfOpt = Annotated[
+    str | None, typer.Option("--as-of", help="Judge events as of this instant (default now, UTC).")
+]
 OutOpt = Annotated[Path | None, typer.Option("--out", "-o", help="Write to this file.")]
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="table, csv, json or parquet.")]
-ByOpt = Annotated[list[str] | None, typer.Option("--by", help="Group by a runs column or label.KEY (repeatable).")]
+ByOpt = Annotated[
+    list[str] | None, typer.Option("--by", help="Group by a runs column or label.KEY (repeatable).")
+]
 
 
 @app.command()
@@ -183,7 +208,7 @@ def accept(
     rule: RuleOpt = None,
     as_of: AsOfOpt = None,
     out: OutOpt = None,
-    format: FormatOpt = Format.table,  # noqa: A002
+    format: FormatOpt = Format.table,
     recorded: Annotated[bool, typer.Option(help="Include each run's recorded rule.")] = True,
 ) -> None:
     """Per-run acceptance under each run's own rule and alternative rules."""
@@ -203,18 +228,22 @@ def rates(
     rules: RulesOpt = None,
     rule: RuleOpt = None,
     by: ByOpt = None,
-    min_tier: Annotated[str | None, typer.Option("--min-tier", help="Count only outcomes at least this strong as decided.")] = None,
+    min_tier: Annotated[
+        str | None,
+        typer.Option("--min-tier", help="Count only outcomes at least this strong as decided."),
+    ] = None,
     as_of: AsOfOpt = None,
     out: OutOpt = None,
-    format: FormatOpt = Format.table,  # noqa: A002
+    format: FormatOpt = Format.table,
 ) -> None:
     """Acceptance rates per group and rule, with 95 % Wilson intervals."""
     from ocp_analytics.rates import rates as run_rates
 
     try:
         when = _as_of(as_of)
-        frame = run_rates(dataset, _rules_arg(rules, rule), by=by or [], min_tier=min_tier,
-                          as_of=when).collect()
+        frame = run_rates(
+            dataset, _rules_arg(rules, rule), by=by or [], min_tier=min_tier, as_of=when
+        ).collect()
         emit(frame, format, out, when)
     except OcpAnalyticsError as exc:
         raise _fail(exc) from exc
@@ -229,17 +258,18 @@ def compare(
     as_of: AsOfOpt = None,
     sample: Annotated[int, typer.Option(help="Run ids sampled per flip.")] = 5,
     out: OutOpt = None,
-    format: FormatOpt = Format.table,  # noqa: A002
+    format: FormatOpt = Format.table,
 ) -> None:
     """Teams' bars side by side: rate matrix (group × rule) and flips per rule pair."""
     from ocp_analytics.rates import compare as run_compare
-    from ocp_analytics.rates import format_rate
 
     try:
         when = _as_of(as_of)
         items = _rules_arg(rules, rule)
         if not items:
-            raise OcpAnalyticsError("compare needs rules to compare\n\nHint: pass --rules FILE or --rule SHORT")
+            raise OcpAnalyticsError(
+                "compare needs rules to compare\n\nHint: pass --rules FILE or --rule SHORT"
+            )
         matrix, flips = run_compare(dataset, items, by=by or [], as_of=when, sample=sample)
         m, f = matrix.collect(), flips.collect()
         if format is Format.table:
@@ -247,9 +277,13 @@ def compare(
             names = [c for c in keys if f"{c}__low" in m.columns]
             shown = m.select(
                 *[c for c in keys if c not in names],
-                *[pl.struct(n, f"{n}__low", f"{n}__high").map_elements(
-                    lambda s, n=n: format_rate(s[n], s[f"{n}__low"], s[f"{n}__high"]),
-                    return_dtype=pl.String).alias(n) for n in names])
+                *[
+                    pl.struct(n, f"{n}__low", f"{n}__high")
+                    .map_elements(_rate_cell(n), return_dtype=pl.String)
+                    .alias(n)
+                    for n in names
+                ],
+            )
             typer.echo("accept rate [95% interval] by group and rule")
             emit(shown, format, None, None)
             typer.echo("\nflips: runs accepted under rule_a but not under rule_b")
@@ -270,12 +304,16 @@ def compare(
 def sql(
     dataset: DatasetArg,
     query: Annotated[str | None, typer.Argument(help="A SQL query; omit for a prompt.")] = None,
-    file: Annotated[Path | None, typer.Option("--file", "-f", help="Run the query in this file.")] = None,
+    file: Annotated[
+        Path | None, typer.Option("--file", "-f", help="Run the query in this file.")
+    ] = None,
     rules: RulesOpt = None,
     rule: RuleOpt = None,
     as_of: AsOfOpt = None,
     out: OutOpt = None,
-    format: Annotated[Format, typer.Option("--format", help="table, csv, json or parquet.")] = Format.table,  # noqa: A002
+    format: Annotated[
+        Format, typer.Option("--format", help="table, csv, json or parquet.")
+    ] = Format.table,
 ) -> None:
     """Run SQL over the dataset's views (runs, signals, acceptance, rates, …)."""
     from ocp_analytics.sql import connect
@@ -296,9 +334,20 @@ def sql(
         raise
 
 
+def _rate_cell(name: str) -> Any:
+    from ocp_analytics.rates import format_rate
+
+    def cell(s: dict[str, Any]) -> str:
+        return format_rate(s[name], s[f"{name}__low"], s[f"{name}__high"])
+
+    return cell
+
+
 def _prompt(con: Any) -> None:
-    typer.echo("ocp-analytics SQL; views: runs, attempts, signals, rules, artifacts, "
-               "findings, quarantine, acceptance, rates. End a query with ';', quit with .quit")
+    typer.echo(
+        "ocp-analytics SQL; views: runs, attempts, signals, rules, artifacts, "
+        "findings, quarantine, acceptance, rates. End a query with ';', quit with .quit"
+    )
     buf: list[str] = []
     while True:
         try:

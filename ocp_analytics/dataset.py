@@ -64,11 +64,16 @@ def create(path: str | Path) -> Path:
     """Create an empty dataset folder (or return an existing one)."""
     root = Path(path)
     if root.exists() and not root.is_dir():
-        raise DatasetError(hint(f"{str(root)!r} exists and is not a folder.",
-                                "choose another --out path."))
+        raise DatasetError(
+            hint(f"{str(root)!r} exists and is not a folder.", "choose another --out path.")
+        )
     if root.is_dir() and any(root.iterdir()) and not is_dataset(root):
-        raise DatasetError(hint(f"{str(root)!r} is a non-empty folder that is not a dataset.",
-                                "give an empty or new folder, or an existing dataset."))
+        raise DatasetError(
+            hint(
+                f"{str(root)!r} is a non-empty folder that is not a dataset.",
+                "give an empty or new folder, or an existing dataset.",
+            )
+        )
     for name in (BATCHES, SCHEMA_DIR, *S.TABLES):
         (root / name).mkdir(parents=True, exist_ok=True)
     for table, schema in S.TABLES.items():
@@ -84,10 +89,12 @@ def open_existing(path: str | Path) -> Path:
     """Check that ``path`` is a dataset and return it."""
     root = Path(path)
     if not is_dataset(root):
-        raise DatasetError(hint(f"{str(root)!r} is not an ocp-analytics dataset "
-                                f"(no {MARKER}).",
-                                "create one with: ocp-analytics ingest SOURCE --out "
-                                f"{root}"))
+        raise DatasetError(
+            hint(
+                f"{str(root)!r} is not an ocp-analytics dataset (no {MARKER}).",
+                f"create one with: ocp-analytics ingest SOURCE --out {root}",
+            )
+        )
     return root
 
 
@@ -98,8 +105,12 @@ def locked(root: Path) -> Iterator[None]:
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as exc:
-            raise DatasetError(hint(f"another process is writing to {str(root)!r}.",
-                                    "wait for it to finish, then run again.")) from exc
+            raise DatasetError(
+                hint(
+                    f"another process is writing to {str(root)!r}.",
+                    "wait for it to finish, then run again.",
+                )
+            ) from exc
         try:
             yield
         finally:
@@ -116,8 +127,10 @@ def read_commits(root: Path) -> list[dict[str, Any]]:
 
 def commit(root: Path, record: dict[str, Any]) -> None:
     """Make a batch visible: write its record atomically, last."""
-    _atomic_write_bytes(root / BATCHES / f"{record['seq']:08d}.json",
-                        orjson.dumps(record, option=orjson.OPT_INDENT_2))
+    _atomic_write_bytes(
+        root / BATCHES / f"{record['seq']:08d}.json",
+        orjson.dumps(record, option=orjson.OPT_INDENT_2),
+    )
 
 
 def remove_orphans(root: Path, records: list[dict[str, Any]]) -> int:
@@ -192,9 +205,17 @@ def scan_dataset(path: str | Path) -> Dataset:
 
 
 _MANIFEST_SCHEMA = {
-    "batch_id": pl.String, "seq": pl.Int64, "committed_at": pl.String, "path": pl.String,
-    "size": pl.Int64, "sha256": pl.String, "documents": pl.Int64, "runs_new": pl.Int64,
-    "runs_replaced": pl.Int64, "runs_unchanged": pl.Int64, "quarantined": pl.Int64,
+    "batch_id": pl.String,
+    "seq": pl.Int64,
+    "committed_at": pl.String,
+    "path": pl.String,
+    "size": pl.Int64,
+    "sha256": pl.String,
+    "documents": pl.Int64,
+    "runs_new": pl.Int64,
+    "runs_replaced": pl.Int64,
+    "runs_unchanged": pl.Int64,
+    "quarantined": pl.Int64,
     "findings": pl.Int64,
 }
 
@@ -203,6 +224,7 @@ def manifest_frame(records: list[dict[str, Any]]) -> pl.DataFrame:
     """One row per ingested source: path, size, hash, batch and counts."""
     rows = [
         {"batch_id": r["batch_id"], "seq": r["seq"], "committed_at": r["committed_at"], **s}
-        for r in records for s in r["sources"]
+        for r in records
+        for s in r["sources"]
     ]
     return pl.DataFrame(rows, schema=_MANIFEST_SCHEMA)

@@ -34,10 +34,28 @@ _NUMERIC_KEYS = (
     "target|n|round|usd|input_tokens|cached_input_tokens|"
     "cache_creation_tokens|output_tokens|reasoning_tokens"
 )
+
+
+def _string_keys(dtype: Any, out: set[str]) -> set[str]:
+    """Names of every String field of a decode dtype (except signal.value)."""
+    if isinstance(dtype, pl.List):
+        return _string_keys(dtype.inner, out)
+    if isinstance(dtype, pl.Struct):
+        for f in dtype.fields:
+            if f.dtype == pl.String and f.name not in ("value", "_ocpa_vtype"):
+                out.add(f.name)
+            _string_keys(f.dtype, out)
+    return out
+
+
+# A number or boolean where a string is declared: polars would read it as
+# its JSON text; the sanitizer reads it as a wrong type instead.
+_STRING_KEYS = "|".join(sorted(_string_keys(DOCUMENT_DTYPE, set())))
 PREFILTER = (
     r'"value"\s*:\s*(?:true|false|"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")'
     r'|"(?:signals|attempts|artifacts)"\s*:\s*[^\[\sn]'
     rf'|"(?:{_NUMERIC_KEYS})"\s*:\s*(?:true|false)'
+    rf'|"(?:{_STRING_KEYS})"\s*:\s*[-0-9tf]'
 )
 
 
@@ -100,7 +118,7 @@ class _Cleaner:
             )
         )
 
-    def clean(self, value: Any, dtype: pl.DataType, path: str) -> Any:
+    def clean(self, value: Any, dtype: Any, path: str, any_scalar: bool = False) -> Any:
         if value is None:
             return None
         if isinstance(dtype, pl.Struct):
@@ -119,26 +137,26 @@ class _Cleaner:
                 self.misfit(path, "a number", value)
                 return None
             return value
-        # String: polars reads numbers and booleans as their JSON text.
-        if isinstance(value, dict | list):
-            self.misfit(path, "a string", value)
-            return None
-        return value
+        # String. Only a signal's value may be any scalar (its type is kept).
+        if isinstance(value, str) or (any_scalar and not isinstance(value, dict | list)):
+            return value
+        self.misfit(path, "a string", value)
+        return None
 
-    def clean_struct(
-        self, value: dict[str, Any], dtype: pl.Struct, path: str
-    ) -> dict[str, Any]:
+    def clean_struct(self, value: dict[str, Any], dtype: pl.Struct, path: str) -> dict[str, Any]:
         out: dict[str, Any] = {}
+        is_signal = "_ocpa_vtype" in {f.name for f in dtype.fields}
         for fld in dtype.fields:
             if fld.name in value:
                 out[fld.name] = self.clean(
-                    value[fld.name], fld.dtype, f"{path}.{fld.name}"
+                    value[fld.name],
+                    fld.dtype,
+                    f"{path}.{fld.name}",
+                    any_scalar=is_signal and fld.name == "value",
                 )
-        if "_ocpa_vtype" in {f.name for f in dtype.fields} and "value" in value:
+        if is_signal and "value" in value:
             raw = value["value"]
-            out["_ocpa_vtype"] = (
-                _json_type(raw) if out.get("value") is not None else "null"
-            )
+            out["_ocpa_vtype"] = _json_type(raw) if out.get("value") is not None else "null"
         return out
 
 
@@ -192,9 +210,7 @@ def _decode(texts: pl.Series) -> pl.Series:
 _Part = tuple[list[int], pl.Series, pl.Series]  # positions, docs, texts
 
 
-def _decode_or_bisect(
-    texts: pl.Series, positions: list[int], failed: list[int]
-) -> list[_Part]:
+def _decode_or_bisect(texts: pl.Series, positions: list[int], failed: list[int]) -> list[_Part]:
     """Decode; on failure split in halves until the failing lines are found."""
     try:
         return [(positions, _decode(texts), texts)]
@@ -203,9 +219,9 @@ def _decode_or_bisect(
             failed.append(positions[0])
             return []
     mid = len(positions) // 2
-    return _decode_or_bisect(
-        texts[:mid], positions[:mid], failed
-    ) + _decode_or_bisect(texts[mid:], positions[mid:], failed)
+    return _decode_or_bisect(texts[:mid], positions[:mid], failed) + _decode_or_bisect(
+        texts[mid:], positions[mid:], failed
+    )
 
 
 def decode_texts(texts: list[str], unterminated: frozenset[int] = frozenset()) -> Decoded:
@@ -232,9 +248,7 @@ def decode_texts(texts: list[str], unterminated: frozenset[int] = frozenset()) -
     clean_pos: list[int] = []
     clean_texts: list[str] = []
     for i in sorted(slow):
-        text, findings, rejected = sanitize(
-            texts[i], i, unterminated=i in unterminated
-        )
+        text, findings, rejected = sanitize(texts[i], i, unterminated=i in unterminated)
         if rejected is not None:
             result.rejected.append(rejected)
             continue
@@ -246,17 +260,12 @@ def decode_texts(texts: list[str], unterminated: frozenset[int] = frozenset()) -
         clean_series = pl.Series("t", clean_texts, dtype=pl.String)
         parts.append((clean_pos, _decode(clean_series), clean_series))
     frames = [
-        pl.DataFrame(
-            {"pos": pl.Series(pos, dtype=pl.UInt32), "doc": docs, "text": txt}
-        )
+        pl.DataFrame({"pos": pl.Series(pos, dtype=pl.UInt32), "doc": docs, "text": txt})
         for pos, docs, txt in parts
     ]
     result.frame = (
         pl.concat(frames).sort("pos")
         if frames
-        else pl.DataFrame(
-            schema={"pos": pl.UInt32, "doc": DOCUMENT_DTYPE, "text": pl.String}
-        )
+        else pl.DataFrame(schema={"pos": pl.UInt32, "doc": DOCUMENT_DTYPE, "text": pl.String})
     )
     return result
-

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -65,8 +66,17 @@ class SourceSummary:
 
     def record(self) -> dict[str, Any]:
         """The manifest entry of this source."""
-        keys = ("path", "size", "sha256", "documents", "runs_new", "runs_replaced",
-                "runs_unchanged", "quarantined", "findings")
+        keys = (
+            "path",
+            "size",
+            "sha256",
+            "documents",
+            "runs_new",
+            "runs_replaced",
+            "runs_unchanged",
+            "quarantined",
+            "findings",
+        )
         return {k: getattr(self, k) for k in keys}
 
 
@@ -175,14 +185,17 @@ class _Batch:
 
     def commit(self) -> None:
         self.flush()
-        D.commit(self.root, {
-            "batch_id": self.batch_id,
-            "seq": self.seq,
-            "committed_at": datetime.now(UTC).isoformat(),
-            "files": self.files,
-            "sources": [s.record() for s in self.sources],
-            "superseding": self.superseding,
-        })
+        D.commit(
+            self.root,
+            {
+                "batch_id": self.batch_id,
+                "seq": self.seq,
+                "committed_at": datetime.now(UTC).isoformat(),
+                "files": self.files,
+                "sources": [s.record() for s in self.sources],
+                "superseding": self.superseding,
+            },
+        )
 
 
 def _load_known(root: Path, records: list[dict[str, Any]]) -> pl.DataFrame:
@@ -203,8 +216,10 @@ def _classify(runs: pl.DataFrame, known: pl.DataFrame) -> pl.DataFrame:
     prev = pl.col("h").shift(1).over("run_id")
     ref = pl.when(prev.is_not_null()).then(prev).otherwise(pl.col("kh"))
     status = (
-        pl.when(ref.is_null()).then(pl.lit("new"))
-        .when(ref == pl.col("h")).then(pl.lit("unchanged"))
+        pl.when(ref.is_null())
+        .then(pl.lit("new"))
+        .when(ref == pl.col("h"))
+        .then(pl.lit("unchanged"))
         .otherwise(pl.lit("replaced"))
     )
     return r.with_columns(status.alias("status"))
@@ -213,9 +228,15 @@ def _classify(runs: pl.DataFrame, known: pl.DataFrame) -> pl.DataFrame:
 def _quarantine_problems(
     problems: list[ReadProblem], source: Source, batch_id: str
 ) -> pl.DataFrame:
-    meta = ChunkMeta(source.path, [p.message for p in problems],
-                     [p.line for p in problems], [None] * len(problems))
-    rows = [(i, "truncated", p.message, None) for i, p in enumerate(problems)]
+    meta = ChunkMeta(
+        source.path,
+        [p.message for p in problems],
+        [p.line for p in problems],
+        [None] * len(problems),
+    )
+    rows: list[tuple[int, str, str, str | None]] = [
+        (i, "truncated", p.message, None) for i, p in enumerate(problems)
+    ]
     return quarantine_frame(rows, meta, batch_id)
 
 
@@ -284,10 +305,12 @@ class _Ingest:
         self.summary.quarantine_by_code.update(frames["quarantine"].get_column("code").to_list())
         self.batch.write(frames, self.chunk_docs)
         latest = status.group_by("run_id").agg(pl.col("h").sort_by("doc_id").last())
-        self.known = pl.concat([
-            self.known.filter(~pl.col("run_id").is_in(latest.get_column("run_id").implode())),
-            latest,
-        ])
+        self.known = pl.concat(
+            [
+                self.known.filter(~pl.col("run_id").is_in(latest.get_column("run_id").implode())),
+                latest,
+            ]
+        )
 
     def commit(self) -> None:
         if not self.batch.sources:
@@ -299,7 +322,7 @@ class _Ingest:
 
 
 def ingest(
-    sources: str | Path | list[str | Path],
+    sources: str | Path | Sequence[str | Path],
     dataset: str | Path,
     *,
     strict: bool = False,
@@ -339,7 +362,7 @@ def ingest(
     (7, 7, 0, True)
     """
     start = time.perf_counter()
-    specs = sources if isinstance(sources, list) else [sources]
+    specs = [sources] if isinstance(sources, str | Path) else list(sources)
     found = find_sources(specs)
     root = D.create(dataset)
     with D.locked(root):
@@ -347,8 +370,34 @@ def ingest(
         summary = job.run(found)
     summary.seconds = time.perf_counter() - start
     if strict and summary.quarantined:
-        raise StrictIngestError(hint(
-            f"{summary.quarantined} document(s) were quarantined "
-            f"({_counts(summary.quarantine_by_code)}).",
-            "inspect them with scan_dataset(path).quarantine; the rest was ingested."))
+        raise StrictIngestError(
+            hint(
+                f"{summary.quarantined} document(s) were quarantined "
+                f"({_counts(summary.quarantine_by_code)}).",
+                "inspect them with scan_dataset(path).quarantine; the rest was ingested.",
+            )
+        )
     return summary
+
+
+def read_documents(
+    documents: list[str] | list[dict[str, Any]], *, source: str = "<memory>"
+) -> dict[str, pl.LazyFrame]:
+    """Flatten documents held in memory into the dataset's tables (no disk).
+
+    The same decoding, quarantine and findings as :func:`ingest`; useful for
+    tests and notebooks. Every document is kept as given (no replacement).
+
+    Examples
+    --------
+    >>> import ocp_analytics as oa
+    >>> t = read_documents(['{"ocp": "0.3", "run": {"id": "r1"}}', "not json"])
+    >>> t["runs"].select("run_id").collect().rows(), t["quarantine"].select("code").collect().rows()
+    ([('r1',)], [('not_json',)])
+    """
+    import orjson
+
+    texts = [d if isinstance(d, str) else orjson.dumps(d).decode() for d in documents]
+    meta = ChunkMeta(source, texts, list(range(1, len(texts) + 1)), [None] * len(texts))
+    tables = build_tables(decode_texts(texts), meta, 0, "memory")
+    return {name: frame.lazy() for name, frame in tables.frames.items()}

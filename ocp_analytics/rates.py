@@ -47,19 +47,20 @@ def _group_exprs(by: Sequence[str], runs_schema: pl.Schema) -> list[pl.Expr]:
     exprs = []
     for col in by:
         if col.startswith(LABEL_PREFIX):
-            exprs.append(label(col[len(LABEL_PREFIX):]))
+            exprs.append(label(col[len(LABEL_PREFIX) :]))
         elif col in runs_schema:
             exprs.append(pl.col(col))
         else:
-            raise OcpAnalyticsError(hint(
-                f"cannot group by {col!r}: it is not a column of runs.",
-                f"use a runs column ({', '.join(sorted(runs_schema))}) or label.KEY."))
+            raise OcpAnalyticsError(
+                hint(
+                    f"cannot group by {col!r}: it is not a column of runs.",
+                    f"use a runs column ({', '.join(sorted(runs_schema))}) or label.KEY.",
+                )
+            )
     return exprs
 
 
-def _with_groups(
-    acc: pl.LazyFrame, runs: pl.LazyFrame, by: Sequence[str]
-) -> pl.LazyFrame:
+def _with_groups(acc: pl.LazyFrame, runs: pl.LazyFrame, by: Sequence[str]) -> pl.LazyFrame:
     if not by:
         return acc
     exprs = _group_exprs(by, runs.collect_schema())
@@ -76,7 +77,7 @@ def rates_from(
         strong = pl.col("tier").replace_strict(TIER_RANK, return_dtype=pl.Int8) <= limit
         outcome = pl.when(strong).then(outcome).otherwise(pl.lit("unknown"))
     acc = acc.with_columns(outcome.alias("_o"))
-    accepted = (pl.col("_o") == "accepted")
+    accepted = pl.col("_o") == "accepted"
     att = pl.col("attempts_to_acceptance").filter(accepted)
     grouped = acc.group_by([*by, "rule"]).agg(
         pl.len().alias("runs"),
@@ -86,22 +87,37 @@ def rates_from(
         (accepted & pl.col("window_open")).sum().alias("provisional"),
         att.mean().alias("attempts_mean"),
         att.median().alias("attempts_median"),
-        pl.when(att.count() > 0).then((att == 1).sum() / att.count())
-        .alias("first_attempt_share"),
+        pl.when(att.count() > 0).then((att == 1).sum() / att.count()).alias("first_attempt_share"),
         pl.col("as_of").first(),
     )
     decided = pl.col("accepted") + pl.col("rejected")
     lo, hi = wilson(pl.col("accepted"), decided)
-    return grouped.with_columns(
-        pl.when(decided > 0).then(pl.col("accepted") / decided).alias("accept_rate"),
-        lo.alias("ci_low"),
-        hi.alias("ci_high"),
-        (decided / pl.col("runs")).alias("decided_share"),
-    ).select(
-        *by, "rule", "runs", "accepted", "rejected", "unknown", "accept_rate", "ci_low",
-        "ci_high", "decided_share", "attempts_mean", "attempts_median",
-        "first_attempt_share", "provisional", "as_of",
-    ).sort([*by, "rule"], nulls_last=True)
+    return (
+        grouped.with_columns(
+            pl.when(decided > 0).then(pl.col("accepted") / decided).alias("accept_rate"),
+            lo.alias("ci_low"),
+            hi.alias("ci_high"),
+            (decided / pl.col("runs")).alias("decided_share"),
+        )
+        .select(
+            *by,
+            "rule",
+            "runs",
+            "accepted",
+            "rejected",
+            "unknown",
+            "accept_rate",
+            "ci_low",
+            "ci_high",
+            "decided_share",
+            "attempts_mean",
+            "attempts_median",
+            "first_attempt_share",
+            "provisional",
+            "as_of",
+        )
+        .sort([*by, "rule"], nulls_last=True)
+    )
 
 
 def rates(
@@ -142,8 +158,9 @@ def rates(
     [('recorded', 7, 7, 0), ('tests+review', 7, 4, 3)]
     """
     if min_tier is not None and min_tier not in TIER_RANK:
-        raise OcpAnalyticsError(hint(f"unknown tier {min_tier!r}.",
-                                     f"use one of {', '.join(TIER_RANK)}."))
+        raise OcpAnalyticsError(
+            hint(f"unknown tier {min_tier!r}.", f"use one of {', '.join(TIER_RANK)}.")
+        )
     cols = [by] if isinstance(by, str) else list(by)
     frames = _frames(dataset)
     acc = acceptance(frames, rules, as_of=as_of, recorded=recorded)
@@ -156,17 +173,23 @@ def flips_from(acc: pl.LazyFrame, sample: int = 5) -> pl.LazyFrame:
     Returns ``rule_a, rule_b, runs_compared, flips, sample_run_ids`` where
     ``flips`` counts runs accepted under ``rule_a`` but not under ``rule_b``.
     """
-    a = acc.select("run_id", pl.col("rule").alias("rule_a"),
-                   (pl.col("outcome") == "accepted").alias("acc_a"))
-    b = acc.select("run_id", pl.col("rule").alias("rule_b"),
-                   (pl.col("outcome") == "accepted").alias("acc_b"))
+    a = acc.select(
+        "run_id", pl.col("rule").alias("rule_a"), (pl.col("outcome") == "accepted").alias("acc_a")
+    )
+    b = acc.select(
+        "run_id", pl.col("rule").alias("rule_b"), (pl.col("outcome") == "accepted").alias("acc_b")
+    )
     pairs = a.join(b, on="run_id").filter(pl.col("rule_a") != pl.col("rule_b"))
     flip = pl.col("acc_a") & ~pl.col("acc_b")
-    return pairs.group_by("rule_a", "rule_b").agg(
-        pl.len().alias("runs_compared"),
-        flip.sum().alias("flips"),
-        pl.col("run_id").filter(flip).sort().head(sample).alias("sample_run_ids"),
-    ).sort("rule_a", "rule_b")
+    return (
+        pairs.group_by("rule_a", "rule_b")
+        .agg(
+            pl.len().alias("runs_compared"),
+            flip.sum().alias("flips"),
+            pl.col("run_id").filter(flip).sort().head(sample).alias("sample_run_ids"),
+        )
+        .sort("rule_a", "rule_b")
+    )
 
 
 def compare(
@@ -201,8 +224,12 @@ def compare(
     names = long.get_column("rule").unique(maintain_order=True).to_list()
     keys = cols or ["_all"]
     long = long.with_columns(pl.lit("all").alias("_all")) if not cols else long
-    matrix = long.pivot(on="rule", index=keys, values=["accept_rate", "ci_low", "ci_high"],
-                        aggregate_function="first")
+    matrix = long.pivot(
+        on="rule",
+        index=keys,
+        values=["accept_rate", "ci_low", "ci_high"],
+        aggregate_function="first",
+    )
     ren = {}
     for n in names:
         ren[f"accept_rate_{n}"] = n

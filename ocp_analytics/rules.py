@@ -123,10 +123,8 @@ def _is_number(value: Any) -> bool:
 
 
 def _window_days(value: Any) -> int | None:
-    if _is_number(value) and math.isfinite(value) and value >= 0:
-        if float(value).is_integer():
-            return int(value)
-    return None
+    ok = _is_number(value) and math.isfinite(value) and value >= 0
+    return int(value) if ok and float(value).is_integer() else None
 
 
 def _check_score(score: Any) -> list[RuleProblem]:
@@ -139,9 +137,7 @@ def _check_score(score: Any) -> list[RuleProblem]:
     if not _is_number(score.get("target")):
         problems.append(RuleProblem(".score.target", "score.target must be a number"))
     if score.get("better") not in ("higher", "lower"):
-        problems.append(
-            RuleProblem(".score.better", 'score.better must be "higher" or "lower"')
-        )
+        problems.append(RuleProblem(".score.better", 'score.better must be "higher" or "lower"'))
     return problems
 
 
@@ -166,9 +162,7 @@ def check_rule_object(obj: Any) -> list[RuleProblem]:
             problems.append(RuleProblem(f".{key}", f"{key} must be a list of strings"))
     wd = obj.get("window_days")
     if wd is not None and _window_days(wd) is None:
-        problems.append(
-            RuleProblem(".window_days", "window_days must be a whole number >= 0")
-        )
+        problems.append(RuleProblem(".window_days", "window_days must be a whole number >= 0"))
     if obj.get("score") is not None:
         problems += _check_score(obj["score"])
     return problems
@@ -182,7 +176,8 @@ def rule_row(obj: Any) -> dict[str, Any]:
     problems = check_rule_object(obj)
     bad = {p.path for p in problems}
     o = obj if isinstance(obj, dict) else {}
-    score = o.get("score") if isinstance(o.get("score"), dict) else {}
+    raw_score = o.get("score")
+    score: dict[str, Any] = raw_score if isinstance(raw_score, dict) else {}
 
     def text(value: Any) -> str | None:
         return value if isinstance(value, str) else None
@@ -192,9 +187,7 @@ def rule_row(obj: Any) -> dict[str, Any]:
         "definition": text(o.get("definition")),
         "requires": None if ".requires" in bad else o.get("requires"),
         "score_name": None if ".score.name" in bad else text(score.get("name")),
-        "score_target": (
-            float(score["target"]) if _is_number(score.get("target")) else None
-        ),
+        "score_target": (float(score["target"]) if _is_number(score.get("target")) else None),
         "score_better": None if ".score.better" in bad else score.get("better"),
         "score_scale": text(score.get("scale")),
         "excludes_events": None if ".excludes_events" in bad else o.get("excludes_events"),
@@ -209,27 +202,47 @@ def rule_from_object(obj: Any, *, where: str) -> Rule:
     """Build a :class:`Rule` from an OCP object, or raise :class:`RuleError`."""
     label = f"{where}"
     if not isinstance(obj, dict):
-        raise RuleError(hint(f"{label}: a rule must be an object (a table in TOML).",
-                             "write each rule as [[rule]] in TOML or an object in JSON."))
+        raise RuleError(
+            hint(
+                f"{label}: a rule must be an object (a table in TOML).",
+                "write each rule as [[rule]] in TOML or an object in JSON.",
+            )
+        )
     name = obj.get("name")
     if not isinstance(name, str) or not name.strip():
-        raise RuleError(hint(f"{label}: field 'name' is missing or empty.",
-                             'give every rule a unique name, e.g. name = "team_a".'))
+        raise RuleError(
+            hint(
+                f"{label}: field 'name' is missing or empty.",
+                'give every rule a unique name, e.g. name = "team_a".',
+            )
+        )
     label = f"{where}, rule {name!r}"
     unknown = sorted(set(obj) - _RULE_KEYS)
     if unknown:
-        raise RuleError(hint(f"{label}: unknown field(s) {', '.join(unknown)}.",
-                             f"the fields of a rule are {', '.join(sorted(_RULE_KEYS))}."))
+        raise RuleError(
+            hint(
+                f"{label}: unknown field(s) {', '.join(unknown)}.",
+                f"the fields of a rule are {', '.join(sorted(_RULE_KEYS))}.",
+            )
+        )
     if isinstance(obj.get("score"), dict):
         unknown = sorted(set(obj["score"]) - _SCORE_KEYS)
         if unknown:
-            raise RuleError(hint(f"{label}: unknown score field(s) {', '.join(unknown)}.",
-                                 "a score has name, target, better and optional scale."))
+            raise RuleError(
+                hint(
+                    f"{label}: unknown score field(s) {', '.join(unknown)}.",
+                    "a score has name, target, better and optional scale.",
+                )
+            )
     problems = check_rule_object(obj)
     if problems:
         p = problems[0]
-        raise RuleError(hint(f"{label}: field '{p.path.lstrip('.')}' is invalid: {p.message}.",
-                             "see the rule format in the README (Alternative rules)."))
+        raise RuleError(
+            hint(
+                f"{label}: field '{p.path.lstrip('.')}' is invalid: {p.message}.",
+                "see the rule format in the README (Alternative rules).",
+            )
+        )
     score = obj.get("score")
     return Rule(
         name=name,
@@ -274,16 +287,24 @@ def parse_short_rule(text: str) -> Rule:
         m = _SCORE_TOKEN.match(token)
         if m:
             if score is not None:
-                raise RuleError(hint(f"rule {text!r}: more than one score target.",
-                                     "a rule has at most one score, e.g. tests+runtime_s<=3600."))
+                raise RuleError(
+                    hint(
+                        f"rule {text!r}: more than one score target.",
+                        "a rule has at most one score, e.g. tests+runtime_s<=3600.",
+                    )
+                )
             better = "lower" if m["op"] == "<=" else "higher"
             score = ScoreTarget(m["name"], float(m["num"]), better)
         elif token and _NAME_TOKEN.match(token):
             requires.append(token)
         else:
-            raise RuleError(hint(f"rule {text!r}: cannot read {token!r}.",
-                                 "write verdict names joined by '+', and at most one "
-                                 "score as NAME<=NUMBER or NAME>=NUMBER."))
+            raise RuleError(
+                hint(
+                    f"rule {text!r}: cannot read {token!r}.",
+                    "write verdict names joined by '+', and at most one "
+                    "score as NAME<=NUMBER or NAME>=NUMBER.",
+                )
+            )
     return Rule(name=spec, requires=tuple(requires), score=score)
 
 
@@ -300,8 +321,12 @@ def read_rules_file(path: str | Path) -> list[Rule]:
     """
     p = Path(path)
     if not p.is_file():
-        raise RuleError(hint(f"rules file {str(p)!r} does not exist.",
-                             "pass the path of a .toml or .json rules file."))
+        raise RuleError(
+            hint(
+                f"rules file {str(p)!r} does not exist.",
+                "pass the path of a .toml or .json rules file.",
+            )
+        )
     raw = p.read_bytes()
     try:
         if p.suffix.lower() == ".json":
@@ -310,8 +335,12 @@ def read_rules_file(path: str | Path) -> list[Rule]:
         else:
             items = tomllib.loads(raw.decode("utf-8")).get("rule", [])
     except (orjson.JSONDecodeError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise RuleError(hint(f"rules file {str(p)!r} cannot be parsed: {exc}",
-                             "check the syntax; TOML rules are [[rule]] tables.")) from exc
+        raise RuleError(
+            hint(
+                f"rules file {str(p)!r} cannot be parsed: {exc}",
+                "check the syntax; TOML rules are [[rule]] tables.",
+            )
+        ) from exc
     if not isinstance(items, list):
         items = [items]
     return [rule_from_object(o, where=f"{p}: rule #{i + 1}") for i, o in enumerate(items)]
@@ -330,18 +359,28 @@ def resolve_rules(rules: Rule | str | Path | Iterable[Rule | str] | None) -> lis
     for item in items:
         if isinstance(item, Rule):
             out.append(item)
-        elif isinstance(item, Path) or (isinstance(item, str) and item.endswith((".toml", ".json"))):
+        elif isinstance(item, Path) or (
+            isinstance(item, str) and item.endswith((".toml", ".json"))
+        ):
             out += read_rules_file(item)
         elif isinstance(item, str):
             out.append(parse_short_rule(item))
         else:
-            raise RuleError(hint(f"cannot read a rule from {item!r}.",
-                                 "pass Rule objects, short forms like 'tests+review', or a rules file."))
+            raise RuleError(
+                hint(
+                    f"cannot read a rule from {item!r}.",
+                    "pass Rule objects, short forms like 'tests+review', or a rules file.",
+                )
+            )
     seen: set[str] = set()
     for r in out:
         if r.name == RECORDED:
-            raise RuleError(hint("the rule name 'recorded' is reserved for each run's own rule.",
-                                 "rename the rule."))
+            raise RuleError(
+                hint(
+                    "the rule name 'recorded' is reserved for each run's own rule.",
+                    "rename the rule.",
+                )
+            )
         if r.name in seen:
             raise RuleError(hint(f"two rules are named {r.name!r}.", "rule names must be unique."))
         seen.add(r.name)

@@ -104,9 +104,7 @@ RUN_DTYPE = pl.Struct(
         "title": _S,
         "started_at": _S,
         "ended_at": _S,
-        "task": pl.Struct(
-            {"id": _S, "type": _S, "subtype": _S, "repo": _S, "org": _S}
-        ),
+        "task": pl.Struct({"id": _S, "type": _S, "subtype": _S, "repo": _S, "org": _S}),
         "configuration": pl.Struct({"id": _S, "source": _S}),
         "provenance": pl.Struct({"kind": _S}),
         "signals": pl.List(SIGNAL_DTYPE),

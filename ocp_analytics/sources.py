@@ -17,10 +17,10 @@ import shutil
 import sys
 import tempfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import Any
 
 import orjson
 import zstandard
@@ -79,7 +79,7 @@ def _spool_stdin() -> Path:
     return Path(name)
 
 
-def find_sources(specs: list[str | Path]) -> list[Source]:
+def find_sources(specs: Sequence[str | Path]) -> list[Source]:
     """Expand files, folders, globs and ``-`` into sources, in a stable order.
 
     Raises :class:`SourceError` for a path or pattern that matches nothing.
@@ -100,16 +100,19 @@ def find_sources(specs: list[str | Path]) -> list[Source]:
         else:
             files = []
         if not files:
-            raise SourceError(hint(
-                f"source {text!r} matches no file.",
-                "give a file, a folder of .json/.ndjson/.jsonl files (optionally "
-                ".gz or .zst), a glob pattern in quotes, or - for standard input."))
+            raise SourceError(
+                hint(
+                    f"source {text!r} matches no file.",
+                    "give a file, a folder of .json/.ndjson/.jsonl files (optionally "
+                    ".gz or .zst), a glob pattern in quotes, or - for standard input.",
+                )
+            )
         for f in files:
             found.setdefault(str(f), _source(str(f), f))
     return list(found.values())
 
 
-def _open(file: Path) -> IO[bytes]:
+def _open(file: Path) -> Any:
     name = file.name.lower()
     if name.endswith(".gz"):
         return gzip.open(file, "rb")
@@ -165,9 +168,7 @@ class _Chunker:
 Chunk = tuple[ChunkMeta, frozenset[int]]
 
 
-def read_chunks(
-    source: Source, size: int, problems: list[ReadProblem]
-) -> Iterator[Chunk]:
+def read_chunks(source: Source, size: int, problems: list[ReadProblem]) -> Iterator[Chunk]:
     """Yield chunks of document texts with their 1-based lines or array indexes.
 
     A read error (a truncated or corrupt compressed stream) stops the source
@@ -178,8 +179,7 @@ def read_chunks(
     if kind == "sniff":
         kind = _sniff(source.file)
     reader = _read_json if kind == "json" else _read_ndjson
-    for item in reader(source, chunker, problems):
-        yield item
+    yield from reader(source, chunker, problems)
     if chunker.texts:
         yield chunker.take()
 
@@ -196,7 +196,7 @@ def _read_ndjson(source: Source, ch: _Chunker, problems: list[ReadProblem]) -> I
     line_no = 0
     try:
         with _open(source.file) as raw:
-            for raw_line in io.BufferedReader(raw, 1 << 20):  # type: ignore[arg-type]
+            for raw_line in io.BufferedReader(raw, 1 << 20):
                 line_no += 1
                 cut = not raw_line.endswith(b"\n")
                 text = raw_line.decode("utf-8", errors="replace").strip()
@@ -205,7 +205,9 @@ def _read_ndjson(source: Source, ch: _Chunker, problems: list[ReadProblem]) -> I
                 if ch.full():
                     yield ch.take()
     except _READ_ERRORS as exc:
-        problems.append(ReadProblem(line_no + 1, f"source cannot be read past line {line_no}: {exc}"))
+        problems.append(
+            ReadProblem(line_no + 1, f"source cannot be read past line {line_no}: {exc}")
+        )
 
 
 def _read_json(source: Source, ch: _Chunker, problems: list[ReadProblem]) -> Iterator[Chunk]:

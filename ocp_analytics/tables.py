@@ -71,8 +71,10 @@ def is_naive_timestamp(col: pl.Expr) -> pl.Expr:
 def _cast(frame: pl.DataFrame, table: str) -> pl.DataFrame:
     schema = S.polars_schema(table)
     return frame.select(
-        [pl.col(n).cast(t) if n in frame.columns else pl.lit(None, t).alias(n)
-         for n, t in schema.items()]
+        [
+            pl.col(n).cast(t) if n in frame.columns else pl.lit(None, t).alias(n)
+            for n, t in schema.items()
+        ]
     )
 
 
@@ -98,10 +100,20 @@ def _ts_findings(frame: pl.DataFrame, raw: str, path: pl.Expr) -> list[pl.DataFr
     bad = col.is_not_null() & ~col.str.contains(TS_PATTERN).fill_null(False)
     bad = bad | (col.str.contains(TS_PATTERN) & parse_timestamp(col).is_null())
     return [
-        _find(frame, bad, "bad_timestamp", path,
-              pl.format("cannot read timestamp '{}'; read as unknown time", col.str.slice(0, 80))),
-        _find(frame, is_naive_timestamp(col).fill_null(False), "naive_timestamp", path,
-              pl.format("timestamp '{}' has no offset; read as UTC", col)),
+        _find(
+            frame,
+            bad,
+            "bad_timestamp",
+            path,
+            pl.format("cannot read timestamp '{}'; read as unknown time", col.str.slice(0, 80)),
+        ),
+        _find(
+            frame,
+            is_naive_timestamp(col).fill_null(False),
+            "naive_timestamp",
+            path,
+            pl.format("timestamp '{}' has no offset; read as UTC", col),
+        ),
     ]
 
 
@@ -109,8 +121,13 @@ def _enum_finding(
     frame: pl.DataFrame, col: str, values: tuple[str, ...], path: pl.Expr
 ) -> pl.DataFrame:
     c = pl.col(col)
-    return _find(frame, c.is_not_null() & ~c.is_in(values), "unknown_enum", path,
-                 pl.format("'{}' is not one of " + ", ".join(values), c.str.slice(0, 80)))
+    return _find(
+        frame,
+        c.is_not_null() & ~c.is_in(values),
+        "unknown_enum",
+        path,
+        pl.format("'{}' is not one of " + ", ".join(values), c.str.slice(0, 80)),
+    )
 
 
 def _integer_fields(
@@ -118,11 +135,16 @@ def _integer_fields(
 ) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
     found = []
     for c in cols:
-        frac = pl.col(c).is_not_null() & (
-            pl.col(c).is_nan() | (pl.col(c) != pl.col(c).floor())
+        frac = pl.col(c).is_not_null() & (pl.col(c).is_nan() | (pl.col(c) != pl.col(c).floor()))
+        found.append(
+            _find(
+                frame,
+                frac,
+                "not_integer",
+                pl.format(path_fmt.format(c), pl.col(idx)),
+                pl.format("expected a whole number, found {}; read as null", pl.col(c)),
+            )
         )
-        found.append(_find(frame, frac, "not_integer", pl.format(path_fmt.format(c), pl.col(idx)),
-                           pl.format("expected a whole number, found {}; read as null", pl.col(c))))
         frame = frame.with_columns(pl.when(~frac).then(pl.col(c)).alias(c))
     return frame, found
 
@@ -148,17 +170,24 @@ def _signals(docs: pl.DataFrame) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
     v = pl.col("value")
     vtype = pl.coalesce(
         pl.col("_ocpa_vtype"),
-        pl.when(v.is_null()).then(pl.lit("null"))
-        .when(v.str.contains(_NUMBER_PATTERN)).then(pl.lit("number"))
+        pl.when(v.is_null())
+        .then(pl.lit("null"))
+        .when(v.str.contains(_NUMBER_PATTERN))
+        .then(pl.lit("number"))
         .otherwise(pl.lit("string")),
     )
     quoted = pl.struct(v=v).struct.json_encode().str.slice(5).str.head(-1)
     sig = sig.with_columns(vtype.alias("vtype")).with_columns(
         v.alias("value_text"),
-        pl.when(pl.col("vtype") == "number").then(v.cast(pl.Float64, strict=False)).alias("value_num"),
-        pl.when(pl.col("vtype") == "string").then(quoted)
-        .when(pl.col("vtype") == "null").then(pl.lit("null"))
-        .otherwise(v).alias("value_json"),
+        pl.when(pl.col("vtype") == "number")
+        .then(v.cast(pl.Float64, strict=False))
+        .alias("value_num"),
+        pl.when(pl.col("vtype") == "string")
+        .then(quoted)
+        .when(pl.col("vtype") == "null")
+        .then(pl.lit("null"))
+        .otherwise(v)
+        .alias("value_json"),
         parse_timestamp(pl.col("observed_at")).alias("observed_at"),
         pl.col("observed_at").alias("observed_at_raw"),
         pl.col("source").struct.field("kind").alias("source_kind"),
@@ -172,13 +201,25 @@ def _signals(docs: pl.DataFrame) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
         ((kind == "verdict") & ((vt != "string") | ~v.is_in(S.VERDICT_VALUES)))
         | ((kind == "score") & ~vt.is_in(["number", "null"]))
         | ((kind == "event") & (vt != "string"))
-        | ((kind == "score") & (pl.col("scale") == "fraction")
-           & ((pl.col("value_num") < 0) | (pl.col("value_num") > 1)))
+        | (
+            (kind == "score")
+            & (pl.col("scale") == "fraction")
+            & ((pl.col("value_num") < 0) | (pl.col("value_num") > 1))
+        )
     ).fill_null(False)
     found = [
         *_ts_findings(sig, "observed_at_raw", path(".observed_at")),
-        _find(sig, bad_value, "bad_value", path(".value"),
-              pl.format("value {} does not fit a {} signal (E195)", pl.col("value_json").str.slice(0, 80), kind)),
+        _find(
+            sig,
+            bad_value,
+            "bad_value",
+            path(".value"),
+            pl.format(
+                "value {} does not fit a {} signal (E195)",
+                pl.col("value_json").str.slice(0, 80),
+                kind,
+            ),
+        ),
         _enum_finding(sig, "kind", S.SIGNAL_KINDS, path(".kind")),
         _enum_finding(sig, "tier", S.OUTCOME_TIERS, path(".tier")),
         _enum_finding(sig, "better", S.BETTER_VALUES, path(".better")),
@@ -202,17 +243,33 @@ def _attempts(docs: pl.DataFrame) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
         pl.col("phase").struct.field("value").alias("phase"),
         pl.col("cause").struct.field("type").alias("cause_type"),
         cost.struct.field("usd").alias("cost_usd"),
-        *[cost.struct.field(t).alias(t) for t in
-          ("input_tokens", "cached_input_tokens", "cache_creation_tokens",
-           "output_tokens", "reasoning_tokens")],
+        *[
+            cost.struct.field(t).alias(t)
+            for t in (
+                "input_tokens",
+                "cached_input_tokens",
+                "cache_creation_tokens",
+                "output_tokens",
+                "reasoning_tokens",
+            )
+        ],
     ).with_columns(
         parse_timestamp(pl.col("started_at_raw")).alias("started_at"),
         parse_timestamp(pl.col("ended_at_raw")).alias("ended_at"),
     )
     att, found = _integer_fields(att, ["n", "round"], "$.attempts[{{}}].{}", "att_idx")
     att, found_cost = _integer_fields(
-        att, ["input_tokens", "cached_input_tokens", "cache_creation_tokens",
-              "output_tokens", "reasoning_tokens"], "$.attempts[{{}}].cost.{}", "att_idx")
+        att,
+        [
+            "input_tokens",
+            "cached_input_tokens",
+            "cache_creation_tokens",
+            "output_tokens",
+            "reasoning_tokens",
+        ],
+        "$.attempts[{{}}].cost.{}",
+        "att_idx",
+    )
     path = lambda f: pl.format("$.attempts[{}]" + f, pl.col("att_idx"))  # noqa: E731
     found += found_cost + [
         *_ts_findings(att, "started_at_raw", path(".started_at")),
@@ -259,16 +316,20 @@ _LABELS_DTYPE = pl.List(pl.Struct({"key": pl.String, "value": pl.String}))
 
 
 def _by_unique_text(
-    docs: pl.DataFrame, json_path: str, read: Callable[[str | None], dict[str, Any]],
-    dtypes: dict[str, pl.DataType],
+    docs: pl.DataFrame,
+    json_path: str,
+    read: Callable[[str | None], dict[str, Any]],
+    dtypes: dict[str, Any],
 ) -> pl.DataFrame:
     """Read one small JSON member per document, once per distinct text."""
     texts = docs.select("doc_id", pl.col("text").str.json_path_match(json_path).alias("_t"))
     uniq = texts.get_column("_t").unique().to_list()
     rows = [read(t) for t in uniq]
     table = pl.DataFrame(
-        {"_t": pl.Series(uniq, dtype=pl.String),
-         **{k: pl.Series([r.get(k) for r in rows], dtype=d) for k, d in dtypes.items()}}
+        {
+            "_t": pl.Series(uniq, dtype=pl.String),
+            **{k: pl.Series([r.get(k) for r in rows], dtype=d) for k, d in dtypes.items()},
+        }
     )
     return texts.join(table, on="_t", how="left", nulls_equal=True).drop("_t")
 
@@ -289,12 +350,14 @@ def _read_rule(text: str | None) -> dict[str, Any]:
     except orjson.JSONDecodeError:
         obj = text  # json_path_match gives a string member without its quotes
     row = rule_row(obj)
-    problems = [{"path": "$.run.acceptance_rule" + p.path, "message": p.message}
-                for p in row.pop("problems")]
+    problems = [
+        {"path": "$.run.acceptance_rule" + p.path, "message": p.message}
+        for p in row.pop("problems")
+    ]
     return {"has_rule": True, **row, "problems": problems}
 
 
-_RULE_DTYPES: dict[str, pl.DataType] = {
+_RULE_DTYPES: dict[str, Any] = {
     "has_rule": pl.Boolean,
     "name": pl.String,
     "definition": pl.String,
@@ -315,47 +378,69 @@ def _rules(docs: pl.DataFrame) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
     read = _by_unique_text(docs, "$.run.acceptance_rule", _read_rule, _RULE_DTYPES)
     rules = read.filter(pl.col("has_rule")).join(docs.select("doc_id", "run_id"), on="doc_id")
     problems = (
-        rules.select("run_id", "doc_id", "problems").explode("problems")
-        .filter(pl.col("problems").is_not_null()).unnest("problems")
-        .select("run_id", "doc_id", pl.lit("invalid_rule").alias("code"),
-                pl.col("path").alias("json_path"), "message")
+        rules.select("run_id", "doc_id", "problems")
+        .explode("problems")
+        .filter(pl.col("problems").is_not_null())
+        .unnest("problems")
+        .select(
+            "run_id",
+            "doc_id",
+            pl.lit("invalid_rule").alias("code"),
+            pl.col("path").alias("json_path"),
+            "message",
+        )
     )
     return _cast(rules, "rules"), [problems]
 
 
-def _runs(docs: pl.DataFrame, meta: ChunkMeta, batch_id: str) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
+def _runs(
+    docs: pl.DataFrame, meta: ChunkMeta, batch_id: str
+) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
     run = pl.col("doc").struct.field("run")
     task = run.struct.field("task")
-    labels = _by_unique_text(docs, "$.run.labels", _read_labels,
-                             {"labels": _LABELS_DTYPE, "labels_problem": pl.String})
-    runs = docs.join(labels, on="doc_id", how="left").with_columns(
-        pl.col("doc").struct.field("ocp").alias("ocp_version"),
-        pl.col("doc").struct.field("producer").struct.field("name").alias("producer_name"),
-        pl.col("doc").struct.field("producer").struct.field("version").alias("producer_version"),
-        run.struct.field("started_at").alias("started_at_raw"),
-        run.struct.field("ended_at").alias("ended_at_raw"),
-        run.struct.field("title").alias("title"),
-        task.struct.field("id").alias("task_id"),
-        task.struct.field("type").alias("task_type"),
-        task.struct.field("subtype").alias("task_subtype"),
-        task.struct.field("repo").alias("repo"),
-        task.struct.field("org").alias("org"),
-        run.struct.field("configuration").struct.field("id").alias("configuration_id"),
-        run.struct.field("configuration").struct.field("source").alias("configuration_source"),
-        run.struct.field("provenance").struct.field("kind").alias("provenance_kind"),
-        pl.col("doc").struct.field("attempts").list.len().fill_null(0).alias("n_attempts"),
-        run.struct.field("signals").list.len().fill_null(0).alias("n_signals"),
-        pl.lit(meta.source_path).alias("source_path"),
-        pl.lit(batch_id).alias("batch_id"),
-    ).with_columns(
-        parse_timestamp(pl.col("started_at_raw")).alias("started_at"),
-        parse_timestamp(pl.col("ended_at_raw")).alias("ended_at"),
+    labels = _by_unique_text(
+        docs, "$.run.labels", _read_labels, {"labels": _LABELS_DTYPE, "labels_problem": pl.String}
+    )
+    runs = (
+        docs.join(labels, on="doc_id", how="left")
+        .with_columns(
+            pl.col("doc").struct.field("ocp").alias("ocp_version"),
+            pl.col("doc").struct.field("producer").struct.field("name").alias("producer_name"),
+            pl.col("doc")
+            .struct.field("producer")
+            .struct.field("version")
+            .alias("producer_version"),
+            run.struct.field("started_at").alias("started_at_raw"),
+            run.struct.field("ended_at").alias("ended_at_raw"),
+            run.struct.field("title").alias("title"),
+            task.struct.field("id").alias("task_id"),
+            task.struct.field("type").alias("task_type"),
+            task.struct.field("subtype").alias("task_subtype"),
+            task.struct.field("repo").alias("repo"),
+            task.struct.field("org").alias("org"),
+            run.struct.field("configuration").struct.field("id").alias("configuration_id"),
+            run.struct.field("configuration").struct.field("source").alias("configuration_source"),
+            run.struct.field("provenance").struct.field("kind").alias("provenance_kind"),
+            pl.col("doc").struct.field("attempts").list.len().fill_null(0).alias("n_attempts"),
+            run.struct.field("signals").list.len().fill_null(0).alias("n_signals"),
+            pl.lit(meta.source_path).alias("source_path"),
+            pl.lit(batch_id).alias("batch_id"),
+        )
+        .with_columns(
+            parse_timestamp(pl.col("started_at_raw")).alias("started_at"),
+            parse_timestamp(pl.col("ended_at_raw")).alias("ended_at"),
+        )
     )
     found = [
         *_ts_findings(runs, "started_at_raw", pl.lit("$.run.started_at")),
         *_ts_findings(runs, "ended_at_raw", pl.lit("$.run.ended_at")),
-        _find(runs, pl.col("labels_problem").is_not_null(), "wrong_type",
-              pl.lit("$.run.labels"), pl.col("labels_problem")),
+        _find(
+            runs,
+            pl.col("labels_problem").is_not_null(),
+            "wrong_type",
+            pl.lit("$.run.labels"),
+            pl.col("labels_problem"),
+        ),
     ]
     return runs, found
 
@@ -366,18 +451,27 @@ def _quarantine_checks(docs: pl.DataFrame) -> pl.DataFrame:
     rid = run.struct.field("id")
     ocp = pl.col("doc").struct.field("ocp")
     return docs.with_columns(
-        pl.when(run.is_null()).then(pl.lit("missing_run"))
-        .when(rid.is_null() | (rid.str.strip_chars() == "")).then(pl.lit("missing_run_id"))
-        .when(~ocp.is_in(S.OCP_VERSIONS).fill_null(False)).then(pl.lit("unknown_version"))
+        pl.when(run.is_null())
+        .then(pl.lit("missing_run"))
+        .when(rid.is_null() | (rid.str.strip_chars() == ""))
+        .then(pl.lit("missing_run_id"))
+        .when(~ocp.is_in(S.OCP_VERSIONS).fill_null(False))
+        .then(pl.lit("unknown_version"))
         .alias("q_code"),
-        pl.when(run.is_null()).then(pl.lit("the document has no run object"))
-        .when(rid.is_null() | (rid.str.strip_chars() == "")).then(pl.lit("run.id is missing or empty"))
-        .otherwise(pl.format("ocp version '{}' is not one of 0.1, 0.2, 0.3",
-                             ocp.fill_null("(missing)")))
+        pl.when(run.is_null())
+        .then(pl.lit("the document has no run object"))
+        .when(rid.is_null() | (rid.str.strip_chars() == ""))
+        .then(pl.lit("run.id is missing or empty"))
+        .otherwise(
+            pl.format("ocp version '{}' is not one of 0.1, 0.2, 0.3", ocp.fill_null("(missing)"))
+        )
         .alias("q_message"),
-        pl.when(run.is_null()).then(pl.lit("$.run"))
-        .when(rid.is_null() | (rid.str.strip_chars() == "")).then(pl.lit("$.run.id"))
-        .otherwise(pl.lit("$.ocp")).alias("q_path"),
+        pl.when(run.is_null())
+        .then(pl.lit("$.run"))
+        .when(rid.is_null() | (rid.str.strip_chars() == ""))
+        .then(pl.lit("$.run.id"))
+        .otherwise(pl.lit("$.ocp"))
+        .alias("q_path"),
     )
 
 
@@ -388,8 +482,10 @@ def build_tables(dec: Decoded, meta: ChunkMeta, doc_id_base: int, batch_id: str)
     """
     checked = _quarantine_checks(dec.frame)
     bad = checked.filter(pl.col("q_code").is_not_null())
-    quarantine = [(int(p), c, m, jp) for p, c, m, jp in
-                  bad.select("pos", "q_code", "q_message", "q_path").iter_rows()]
+    quarantine = [
+        (int(p), c, m, jp)
+        for p, c, m, jp in bad.select("pos", "q_code", "q_message", "q_path").iter_rows()
+    ]
     quarantine += [(r.pos, r.code, r.message, r.json_path) for r in dec.rejected]
     docs = checked.filter(pl.col("q_code").is_null()).select(
         "pos",
@@ -402,31 +498,38 @@ def build_tables(dec: Decoded, meta: ChunkMeta, doc_id_base: int, batch_id: str)
     docs = docs.with_columns(
         pl.Series("source_line", [meta.lines[p] for p in pos], dtype=pl.Int64),
         pl.Series("source_index", [meta.indexes[p] for p in pos], dtype=pl.Int64),
-        pl.Series("doc_sha256",
-                  [hashlib.sha256(meta.texts[p].encode()).hexdigest() for p in pos],
-                  dtype=pl.String),
+        pl.Series(
+            "doc_sha256",
+            [hashlib.sha256(meta.texts[p].encode()).hexdigest() for p in pos],
+            dtype=pl.String,
+        ),
     )
     runs, found = _runs(docs, meta, batch_id)
     rules, f_rules = _rules(docs)
-    runs = runs.join(rules.select("doc_id", pl.col("name").alias("rule_name")), on="doc_id", how="left")
+    runs = runs.join(
+        rules.select("doc_id", pl.col("name").alias("rule_name")), on="doc_id", how="left"
+    )
     signals, f_sig = _signals(docs)
     attempts, f_att = _attempts(docs)
     artifacts, f_art = _artifacts(docs)
     slow = _slow_findings(dec, docs)
-    findings = pl.concat([f.select(_FIND_COLS) for f in
-                          [*found, *f_rules, *f_sig, *f_att, *f_art, slow]])
+    findings = pl.concat(
+        [f.select(_FIND_COLS) for f in [*found, *f_rules, *f_sig, *f_att, *f_art, slow]]
+    )
     findings = findings.join(
         docs.select("doc_id", "source_line", "source_index"), on="doc_id", how="left"
     ).with_columns(pl.lit(meta.source_path).alias("source_path"))
-    return ChunkTables({
-        "runs": _cast(runs, "runs"),
-        "attempts": attempts,
-        "signals": signals,
-        "rules": rules,
-        "artifacts": artifacts,
-        "findings": _cast(findings, "findings"),
-        "quarantine": quarantine_frame(quarantine, meta, batch_id),
-    })
+    return ChunkTables(
+        {
+            "runs": _cast(runs, "runs"),
+            "attempts": attempts,
+            "signals": signals,
+            "rules": rules,
+            "artifacts": artifacts,
+            "findings": _cast(findings, "findings"),
+            "quarantine": quarantine_frame(quarantine, meta, batch_id),
+        }
+    )
 
 
 def _slow_findings(dec: Decoded, docs: pl.DataFrame) -> pl.DataFrame:

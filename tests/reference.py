@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 RECORDED = "recorded"
 TIER_ORDER = ("verified", "reported", "heuristic", "asserted")  # strongest first
@@ -33,7 +33,7 @@ _TS_RE = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?(Z|[+-]\d{2}:\d{2})?$",
     re.ASCII,
 )
-_UTC = timezone.utc
+_UTC = UTC
 _MIN_UTC = datetime.min.replace(tzinfo=_UTC)  # placeholder key for unknown times
 _MICROS_PER_DAY = 86_400 * 1_000_000
 _ONE_MICRO = timedelta(microseconds=1)
@@ -258,7 +258,11 @@ def latest(candidates: list[Signal]) -> Signal | None:
         return None
     return max(
         candidates,
-        key=lambda s: (s.observed_at is not None, s.observed_at or _MIN_UTC, s.position),
+        key=lambda s: (
+            s.observed_at is not None,
+            s.observed_at or _MIN_UTC,
+            s.position,
+        ),
     )
 
 
@@ -299,9 +303,12 @@ def score_part(signals: list[Signal], score: dict) -> Part:
     ``below_target:NAME``. ``scale`` plays no part.
     """
     name, target, better = score["name"], score["target"], score["better"]
-    found = latest(
-        [s for s in signals if s.kind == "score" and s.name == name and _is_number(s.value)]
-    )
+    numeric = [
+        s
+        for s in signals
+        if s.kind == "score" and s.name == name and _is_number(s.value)
+    ]
+    found = latest(numeric)
     if found is None:
         return Part(UNKNOWN, f"missing:{name}", None)
     value = found.value
@@ -349,11 +356,19 @@ def counted_events(
             continue
         if s.observed_at is not None and s.observed_at > as_of:
             continue
-        if ended_at is None or s.observed_at is None:
-            counted.append(s)
-        elif _micros(s.observed_at - ended_at) <= rule.window_days * _MICROS_PER_DAY:
+        if _within_window(s.observed_at, ended_at, rule.window_days):
             counted.append(s)
     return counted
+
+
+def _within_window(
+    observed_at: datetime | None, ended_at: datetime | None, window_days: int
+) -> bool:
+    """§6: true when either time is unknown, or observed_at - ended_at is at
+    most ``window_days`` days (no lower bound)."""
+    if ended_at is None or observed_at is None:
+        return True
+    return _micros(observed_at - ended_at) <= window_days * _MICROS_PER_DAY
 
 
 # -------------------------------------------------------------------- §7 tier
@@ -495,7 +510,9 @@ def evaluate(doc: dict, rule: dict | str, as_of: datetime) -> dict:
     reasons = [p.reason for p in parts if p.reason is not None]
     reasons += [f"late:{e.name}" for e in events]
     tier = weakest_tier(used + events)
-    attempt = attempt_at_acceptance(doc, used) if outcome == ACCEPTED else dict(_NO_ATTEMPT)
+    attempt = dict(_NO_ATTEMPT)
+    if outcome == ACCEPTED:
+        attempt = attempt_at_acceptance(doc, used)
     return {
         "outcome": outcome,
         "reasons": reasons,

@@ -179,15 +179,20 @@ def test_formats_arrays_compression_globs_and_stdin(tmp_path: Path) -> None:
     (tmp_path / "a.ndjson.gz").write_bytes(gzip.compress(lines.encode()))
     lines = "\n".join(json.dumps(d) for d in docs[4:6]) + "\n"
     (tmp_path / "b.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(lines.encode()))
-    s = oa.ingest([str(tmp_path / "*.json"), str(tmp_path / "*.gz"), str(tmp_path / "*.zst")],
-                  tmp_path / "ds")
+    s = oa.ingest(
+        [str(tmp_path / "*.json"), str(tmp_path / "*.gz"), str(tmp_path / "*.zst")], tmp_path / "ds"
+    )
     assert (s.documents_read, s.runs_new) == (6, 6)
     runs = oa.scan_dataset(tmp_path / "ds").runs.collect()
     arr = runs.filter(pl.col("source_path").str.ends_with("arr.json"))
     assert sorted(arr.get_column("source_index").to_list()) == [0, 1]
     out = subprocess.run(
         [sys.executable, "-m", "ocp_analytics.cli", "ingest", "-", "--out", str(tmp_path / "ds2")],
-        input=json.dumps(docs[6]) + "\n", capture_output=True, text=True, check=True)
+        input=json.dumps(docs[6]) + "\n",
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert "documents read: 1 = runs written 1" in out.stdout
 
 
@@ -199,15 +204,29 @@ def test_missing_source_is_a_clear_error(tmp_path: Path) -> None:
 def test_labels_are_queryable_by_key(tmp_path: Path) -> None:
     oa.ingest(EXAMPLES, tmp_path / "ds")
     runs = oa.scan_dataset(tmp_path / "ds").runs
-    got = runs.select("run_id", oa.label("example")).filter(
-        pl.col("run_id") == "run_ex_full_a").collect()
+    got = (
+        runs.select("run_id", oa.label("example"))
+        .filter(pl.col("run_id") == "run_ex_full_a")
+        .collect()
+    )
     assert got.row(0) == ("run_ex_full_a", "full-fields")
 
 
 def test_cli_strict_exit_code(tmp_path: Path) -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "ocp_analytics.cli", "ingest", str(BAD / "not_json.ndjson"),
-         "--out", str(tmp_path / "ds"), "--strict"], capture_output=True, text=True)
+        [
+            sys.executable,
+            "-m",
+            "ocp_analytics.cli",
+            "ingest",
+            str(BAD / "not_json.ndjson"),
+            "--out",
+            str(tmp_path / "ds"),
+            "--strict",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 3
     assert "quarantined 1" in out.stdout
     assert "not_json 1" in out.stdout

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from property.strategies import alternative_rules, as_of_instants, documents
-from reference import RECORDED, TIER_Q, evaluate, parse_ts, rule_is_valid
 
-UTC = timezone.utc
+from tests.property.strategies import alternative_rules, as_of_instants, documents
+from tests.reference import RECORDED, TIER_Q, evaluate, parse_ts, rule_is_valid
+
 EXAMPLES = Path(__file__).parent / "data" / "examples"
 AS_OF = datetime(2027, 1, 1, tzinfo=UTC)
 END = "2026-09-23T17:56:00Z"
@@ -111,7 +111,10 @@ def test_worked_example_full_fields():
 def test_v03_examples_are_accepted(name, attempt, count):
     result = evaluate(load(f"v0.3/{name}.ocp.json"), RECORDED, AS_OF)
     assert result["outcome"] == "accepted"
-    assert (result["accepted_attempt"], result["attempts_to_acceptance"]) == (attempt, count)
+    assert (result["accepted_attempt"], result["attempts_to_acceptance"]) == (
+        attempt,
+        count,
+    )
 
 
 def test_example_without_rule_is_no_rule():
@@ -131,7 +134,9 @@ def test_full_fields_under_alternative_rule_with_issue_event():
 
 
 def test_parse_ts_zulu_and_offset_are_the_same_instant():
-    assert parse_ts("2026-09-23T10:53:00-07:00") == datetime(2026, 9, 23, 17, 53, tzinfo=UTC)
+    assert parse_ts("2026-09-23T10:53:00-07:00") == datetime(
+        2026, 9, 23, 17, 53, tzinfo=UTC
+    )
     assert parse_ts("2026-09-23T17:53:00Z") == parse_ts("2026-09-23T23:23:00+05:30")
     assert parse_ts("2026-09-23T17:53:00+00:00").tzinfo == UTC
 
@@ -202,7 +207,11 @@ def test_default_excludes_are_revert_and_incident():
 def test_default_window_is_14_days():
     at_14 = (END_DT + timedelta(days=14)).isoformat()
     past_14 = (END_DT + timedelta(days=14, microseconds=1)).isoformat()
-    signals = [verdict("tests", "pass"), event("revert", at_14), event("incident", past_14)]
+    signals = [
+        verdict("tests", "pass"),
+        event("revert", at_14),
+        event("incident", past_14),
+    ]
     result = run_rule(signals, requires=["tests"])
     assert result["reasons"] == ["late:revert"]
 
@@ -252,7 +261,11 @@ def test_invalid_recorded_rule(bad):
     assert not rule_is_valid(bad)
     result = evaluate(make_doc([verdict("tests", "pass")], bad), RECORDED, AS_OF)
     assert (result["outcome"], result["reasons"]) == ("unknown", ["invalid_rule"])
-    assert (result["tier"], result["q"], result["window_open"]) == ("asserted", 0.70, False)
+    assert (result["tier"], result["q"], result["window_open"]) == (
+        "asserted",
+        0.70,
+        False,
+    )
 
 
 @pytest.mark.parametrize(
@@ -273,19 +286,28 @@ def test_valid_rules(good):
 
 def test_window_days_zero_keeps_zero():
     just_after = (END_DT + timedelta(microseconds=1)).isoformat()
-    signals = [verdict("tests", "pass"), event("revert", END), event("revert", just_after)]
+    signals = [
+        verdict("tests", "pass"),
+        event("revert", END),
+        event("revert", just_after),
+    ]
     result = run_rule(signals, requires=["tests"], window_days=0)
     assert result["reasons"] == ["late:revert"]
 
 
 def test_duplicate_requires_count_once():
-    result = run_rule([verdict("review", "pass")], requires=["tests", "review", "tests"])
+    result = run_rule(
+        [verdict("review", "pass")], requires=["tests", "review", "tests"]
+    )
     assert result["reasons"] == ["missing:tests"]
 
 
 def test_empty_excludes_means_no_event_counts():
     signals = [verdict("tests", "pass"), event("revert")]
-    assert run_rule(signals, requires=["tests"], excludes_events=[])["outcome"] == "accepted"
+    assert (
+        run_rule(signals, requires=["tests"], excludes_events=[])["outcome"]
+        == "accepted"
+    )
 
 
 # ---------------------------------------------------------------- §4 latest
@@ -341,7 +363,10 @@ def test_non_numeric_scores_are_skipped(skipped):
     target = {"name": "runtime_s", "target": 3600, "better": "lower"}
     signals = [score("runtime_s", 9999, T1), score("runtime_s", skipped, T2)]
     result = run_rule(signals, score=target)
-    assert (result["outcome"], result["reasons"]) == ("rejected", ["below_target:runtime_s"])
+    assert (result["outcome"], result["reasons"]) == (
+        "rejected",
+        ["below_target:runtime_s"],
+    )
 
 
 def test_kind_and_name_match_case_sensitively():
@@ -350,7 +375,9 @@ def test_kind_and_name_match_case_sensitively():
 
 
 def test_wrong_type_fields_read_as_absent():
-    signals = [{"kind": ["verdict"], "name": "tests", "value": "pass", "observed_at": T1}]
+    signals = [
+        {"kind": ["verdict"], "name": "tests", "value": "pass", "observed_at": T1}
+    ]
     assert run_rule(signals, requires=["tests"])["reasons"] == ["missing:tests"]
 
 
@@ -497,26 +524,45 @@ def test_weakest_tier_of_used_signals():
         score("runtime_s", 5, tier="heuristic"),
     ]
     result = run_rule(signals, requires=["tests", "review"], score=target)
-    assert (result["outcome"], result["tier"], result["q"]) == ("accepted", "heuristic", 0.80)
+    assert (result["outcome"], result["tier"], result["q"]) == (
+        "accepted",
+        "heuristic",
+        0.80,
+    )
 
 
 def test_tier_of_unknown_part_is_not_used():
-    signals = [verdict("tests", "pass", tier="verified"), verdict("review", "error", tier="x")]
+    signals = [
+        verdict("tests", "pass", tier="verified"),
+        verdict("review", "error", tier="x"),
+    ]
     result = run_rule(signals, requires=["tests", "review"])
-    assert (result["outcome"], result["tier"], result["q"]) == ("unknown", "verified", 0.98)
+    assert (result["outcome"], result["tier"], result["q"]) == (
+        "unknown",
+        "verified",
+        0.98,
+    )
 
 
 def test_failed_score_and_counted_event_tiers_are_used():
     target = {"name": "runtime_s", "target": 10, "better": "lower"}
     signals = [score("runtime_s", 50, tier="reported")]
     assert run_rule(signals, score=target)["tier"] == "reported"
-    result = run_rule([verdict("tests", "pass"), event("revert", tier="heuristic")], requires=["tests"])
+    result = run_rule(
+        [verdict("tests", "pass"), event("revert", tier="heuristic")],
+        requires=["tests"],
+    )
     assert result["tier"] == "heuristic"
 
 
 @pytest.mark.parametrize(
     ("word", "tier"),
-    [("Verified", "verified"), ("REPORTED", "reported"), ("bogus", "asserted"), (3, "asserted")],
+    [
+        ("Verified", "verified"),
+        ("REPORTED", "reported"),
+        ("bogus", "asserted"),
+        (3, "asserted"),
+    ],
 )
 def test_tier_words(word, tier):
     result = run_rule([verdict("tests", "pass", tier=word)], requires=["tests"])
@@ -671,7 +717,11 @@ def test_no_attempt_fields_unless_accepted():
     ],
 )
 def test_window_open(as_of, window_days, excludes, ended_at, expected):
-    fields = {"requires": ["tests"], "window_days": window_days, "excludes_events": excludes}
+    fields = {
+        "requires": ["tests"],
+        "window_days": window_days,
+        "excludes_events": excludes,
+    }
     result = run_rule([verdict("tests", "fail")], as_of, ended_at, **fields)
     assert result["outcome"] == "rejected"  # independent of outcome
     assert result["window_open"] is expected

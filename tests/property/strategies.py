@@ -13,11 +13,11 @@ aware UTC instants placed around the drawn timestamps.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+import copy
+from datetime import UTC, datetime, timedelta, timezone
 
 import hypothesis.strategies as st
 
-UTC = timezone.utc
 _MISSING = object()  # a drawn field value meaning "leave the key out"
 
 # ------------------------------------------------------------------ instants
@@ -198,11 +198,17 @@ def _drop_missing(fields: dict) -> dict:
 # ------------------------------------------------------------------ signals
 
 
-_VALUES_BY_KIND = {"verdict": _verdict_values, "score": _score_values, "event": _event_values}
+_VALUES_BY_KIND = {
+    "verdict": _verdict_values,
+    "score": _score_values,
+    "event": _event_values,
+}
 
 
 @st.composite
-def signals(draw, attempt_ids: list[str], kind: object = _MISSING, name: object = _MISSING):
+def signals(
+    draw, attempt_ids: list[str], kind: object = _MISSING, name: object = _MISSING
+):
     """One signal dict without its ``id``. With ``kind``/``name`` left out
     they are drawn too, and the element is now and then not a dict at all."""
     if kind is _MISSING:
@@ -244,7 +250,9 @@ def signal_lists(draw, attempt_ids: list[str]) -> list:
             if draw(st.integers(0, 4)):
                 out.append(draw(signals(attempt_ids, kind, name)))
     out = draw(st.permutations(out))
-    return [{"id": f"sig_{i}", **s} if isinstance(s, dict) else s for i, s in enumerate(out)]
+    return [
+        {"id": f"sig_{i}", **s} if isinstance(s, dict) else s for i, s in enumerate(out)
+    ]
 
 
 # ----------------------------------------------------------------- attempts
@@ -267,7 +275,7 @@ def attempts(draw) -> list:
     out = []
     per_node: dict[object, int] = {}
     for _ in range(count):
-        node = draw(st.sampled_from(NODES + (None, 5)))  # None = key left out
+        node = draw(st.sampled_from((*NODES, None, 5)))  # None = key left out
         per_node[node] = per_node.get(node, 0) + 1
         attempt_id = f"{node}.a{per_node[node]}"
         if out and draw(st.integers(0, 9)) == 0:
@@ -316,7 +324,10 @@ def _valid_scores() -> st.SearchStrategy:
 def _valid_excludes() -> st.SearchStrategy:
     return _weighted(
         (2, st.sampled_from((_MISSING, None, []))),
-        (1, st.lists(st.sampled_from(EVENT_NAMES), min_size=1, max_size=3, unique=True)),
+        (
+            1,
+            st.lists(st.sampled_from(EVENT_NAMES), min_size=1, max_size=3, unique=True),
+        ),
     )
 
 
@@ -326,8 +337,8 @@ def _valid_window_days() -> st.SearchStrategy:
 
 @st.composite
 def valid_rules(draw, name: str = "gen_rule") -> dict:
-    """A rule dict that passes ``rule_is_valid``."""
-    return _drop_missing(
+    """A rule dict that passes ``rule_is_valid`` (fresh objects, never shared)."""
+    fields = _drop_missing(
         {
             "name": name,
             "definition": "generated",
@@ -337,6 +348,7 @@ def valid_rules(draw, name: str = "gen_rule") -> dict:
             "window_days": draw(_valid_window_days()),
         }
     )
+    return copy.deepcopy(fields)
 
 
 INVALID_PATCHES = (
@@ -359,14 +371,16 @@ def recorded_rules(draw):
         return None
     rule = draw(valid_rules(name="recorded_rule"))
     if choice == 2:
-        rule = {**rule, **draw(st.sampled_from(INVALID_PATCHES))}
+        rule = {**rule, **copy.deepcopy(draw(st.sampled_from(INVALID_PATCHES)))}
     return rule
 
 
 def alternative_rules() -> st.SearchStrategy[list[dict]]:
     """1–6 valid rules named alt_1, alt_2, … (never "recorded")."""
     return st.integers(1, 6).flatmap(
-        lambda k: st.tuples(*(valid_rules(name=f"alt_{i + 1}") for i in range(k))).map(list)
+        lambda k: st.tuples(*(valid_rules(name=f"alt_{i + 1}") for i in range(k))).map(
+            list
+        )
     )
 
 
@@ -409,9 +423,13 @@ def documents(draw) -> dict:
 
 
 def _with_run_ids(docs: list[dict]) -> list[dict]:
-    return [{**doc, "run": {**doc["run"], "id": f"run_{i}"}} for i, doc in enumerate(docs)]
+    return [
+        {**doc, "run": {**doc["run"], "id": f"run_{i}"}} for i, doc in enumerate(docs)
+    ]
 
 
 def document_batches(min_size: int = 1, max_size: int = 20) -> st.SearchStrategy:
     """Lists of documents whose run ids are unique: run_0, run_1, …"""
-    return st.lists(documents(), min_size=min_size, max_size=max_size).map(_with_run_ids)
+    return st.lists(documents(), min_size=min_size, max_size=max_size).map(
+        _with_run_ids
+    )

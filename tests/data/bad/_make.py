@@ -22,14 +22,26 @@ BASE = {
         "labels": {"team": "a"},
         "acceptance_rule": {"name": "tests", "definition": "tests pass", "requires": ["tests"]},
         "signals": [
-            {"id": "s1", "kind": "verdict", "name": "tests", "value": "pass",
-             "at_attempt": "implement.a1", "observed_at": "2026-09-23T10:59:00Z",
-             "tier": "verified"}
+            {
+                "id": "s1",
+                "kind": "verdict",
+                "name": "tests",
+                "value": "pass",
+                "at_attempt": "implement.a1",
+                "observed_at": "2026-09-23T10:59:00Z",
+                "tier": "verified",
+            }
         ],
     },
     "attempts": [
-        {"id": "implement.a1", "node": "implement", "n": 1, "status": "done",
-         "started_at": "2026-09-23T10:00:00Z", "ended_at": "2026-09-23T10:58:00Z"}
+        {
+            "id": "implement.a1",
+            "node": "implement",
+            "n": 1,
+            "status": "done",
+            "started_at": "2026-09-23T10:00:00Z",
+            "ended_at": "2026-09-23T10:58:00Z",
+        }
     ],
 }
 
@@ -61,8 +73,10 @@ def line(d):
 
 FILES = {
     # quarantine: not a readable run
-    "not_json.ndjson": good.replace("run_fixture", "r1") + '\n{"ocp": "0.3", "run": }\n'
-    + good.replace("run_fixture", "r3") + "\n",
+    "not_json.ndjson": good.replace("run_fixture", "r1")
+    + '\n{"ocp": "0.3", "run": }\n'
+    + good.replace("run_fixture", "r3")
+    + "\n",
     "truncated.ndjson": good.replace("run_fixture", "r1") + "\n" + good[: len(good) // 2],
     "truncated.json": json.dumps(BASE, indent=1)[:300],
     "not_object.ndjson": "[1, 2, 3]\n",
@@ -77,7 +91,9 @@ FILES = {
     "bad_verdict.json": line(doc(run__signals__0__value="approved")),
     "verdict_boolean.json": line(doc(run__signals__0__value=True)),
     "window_days_string.json": line(doc(run__acceptance_rule__window_days="14")),
-    "score_better_up.json": line(doc(run__acceptance_rule__score={"name": "runtime_s", "target": 10, "better": "up"})),
+    "score_better_up.json": line(
+        doc(run__acceptance_rule__score={"name": "runtime_s", "target": 10, "better": "up"})
+    ),
     "signal_not_object.json": line(doc(run__signals=["oops", BASE["run"]["signals"][0]])),
     "attempt_n_fraction.json": line(doc(attempts__0__n=1.5)),
     "labels_not_object.json": line(doc(run__labels="team-a")),

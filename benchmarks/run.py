@@ -1,0 +1,206 @@
+"""Run the benchmark suite at a chosen size and write RESULTS.md and RESULTS.json.
+
+``python -m benchmarks.run --docs 200000 [--repeat 3] [--out bench-data]``
+
+Every figure runs in a fresh process (``benchmarks/figure.py``); its peak RSS
+comes from ``wait4``. Each figure is the median of ``--repeat`` runs, and all
+ratios are computed from figures taken in this same run, side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import orjson
+
+from benchmarks.generate import write_ndjson, write_rules
+
+HERE = Path(__file__).parent
+
+
+@dataclass
+class Figure:
+    """One measured figure."""
+
+    key: str
+    figure: str
+    rules: int
+    seconds: float
+    rows: int
+    peak_rss_mb: float
+    runs: list[float]
+
+    def per_second(self, units: float) -> float:
+        return units / self.seconds if self.seconds else 0.0
+
+
+def _child(name: str, data: Path, work: Path, rules: Path | None) -> tuple[float, int, float]:
+    cmd = [sys.executable, "-m", "benchmarks.figure", name, str(data), str(work), str(rules or "")]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, cwd=HERE.parent)
+    assert proc.stdout is not None
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise SystemExit(f"figure {name} failed with exit code {proc.returncode}")
+    result = orjson.loads(out.splitlines()[-1])
+    return result["seconds"], result["rows"], usage.ru_maxrss / 1024
+
+
+def measure(
+    key: str,
+    name: str,
+    data: Path,
+    work: Path,
+    rules: tuple[int, Path | None],
+    repeat: int,
+    fresh: bool = False,
+) -> Figure:
+    times, rss, rows = [], [], 0
+    for _ in range(repeat):
+        if fresh and (work / "ds").exists():
+            shutil.rmtree(work / "ds")
+        seconds, rows, peak = _child(name, data, work, rules[1])
+        times.append(seconds)
+        rss.append(peak)
+    fig = Figure(key, name, rules[0], statistics.median(times), rows, max(rss), times)
+    print(
+        f"{key:<22} {fig.seconds:8.2f} s  {fig.rows:>12,} rows  {fig.peak_rss_mb:8.0f} MB",
+        flush=True,
+    )
+    return fig
+
+
+def machine() -> dict[str, str]:
+    import duckdb
+    import polars
+    import pyarrow
+
+    mem = ""
+    try:
+        with open("/proc/meminfo") as f:
+            mem = f.readline().split(":")[1].strip()
+    except OSError:
+        pass
+    return {
+        "cores": str(os.cpu_count()),
+        "memory": mem,
+        "python": platform.python_version(),
+        "polars": polars.__version__,
+        "pyarrow": pyarrow.__version__,
+        "duckdb": duckdb.__version__,
+        "platform": platform.platform(),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
+
+
+def run(docs: int, repeat: int, out: Path, seed: int) -> dict[str, object]:
+    data = out / f"data-{docs}-{seed}"
+    if not data.exists():
+        t = time.perf_counter()
+        write_ndjson(data, docs, seed=seed, chunk_docs=100_000, workers=2)
+        print(f"generated {docs:,} documents in {time.perf_counter() - t:.1f} s")
+    size = sum(f.stat().st_size for f in data.glob("part-*"))
+    r20 = write_rules(out / "rules-20.toml", 20, seed=seed)
+    r100 = write_rules(out / "rules-100.toml", 100, seed=seed)
+    work = out / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    none: tuple[int, Path | None] = (0, None)
+    figs = [
+        measure("decode_floor", "decode_floor", data, work, none, repeat),
+        measure("ingest", "ingest", data, work, none, repeat, fresh=True),
+        measure("accept_recorded", "accept", data, work, none, repeat),
+        measure("accept_20", "accept", data, work, (20, r20), repeat),
+        measure("accept_100", "accept", data, work, (100, r100), repeat),
+        measure("rates_team_20", "rates", data, work, (20, r20), repeat),
+        measure("sql_accept_recorded", "sql_accept", data, work, none, repeat),
+        measure("sql_accept_20", "sql_accept", data, work, (20, r20), repeat),
+        measure("sql_rates_20", "sql_rates", data, work, (20, r20), repeat),
+        measure("reference_20", "reference", data, work, (20, r20), 1),
+    ]
+    by = {f.key: f for f in figs}
+    ref = by["reference_20"]
+    ratios = {
+        "ingest_vs_decode_floor": by["ingest"].seconds / by["decode_floor"].seconds,
+        "engine_vs_reference_20_rules": (
+            by["accept_20"].per_second(docs * 20) / ref.per_second(ref.rows * 20)
+        ),
+        "sql_vs_engine_recorded": by["sql_accept_recorded"].seconds / by["accept_recorded"].seconds,
+        "sql_vs_engine_20": by["sql_accept_20"].seconds / by["accept_20"].seconds,
+        "sql_vs_engine_rates_20": by["sql_rates_20"].seconds / by["rates_team_20"].seconds,
+    }
+    return {
+        "docs": docs,
+        "bytes": size,
+        "seed": seed,
+        "repeat": repeat,
+        "machine": machine(),
+        "figures": [asdict(f) for f in figs],
+        "ratios": ratios,
+    }
+
+
+def render(results: dict[str, object]) -> str:
+    docs = int(results["docs"])  # type: ignore[call-overload]
+    mb = int(results["bytes"]) / 1e6  # type: ignore[call-overload]
+    figs = results["figures"]
+    assert isinstance(figs, list)
+    lines = [
+        f"## Suite at {docs:,} documents ({mb:,.0f} MB NDJSON), median of "
+        f"{results['repeat']} run(s)",
+        "",
+        "| figure | rules | wall s | throughput | peak RSS MB |",
+        "|---|---|---|---|---|",
+    ]
+    for f in figs:
+        seconds = f["seconds"]
+        if f["figure"] in ("decode_floor", "ingest"):
+            tput = f"{docs / seconds:,.0f} docs/s, {mb / seconds:,.0f} MB/s"
+        elif f["figure"] == "reference":
+            tput = f"{f['rows'] * 20 / seconds:,.0f} run×rule/s ({f['rows']:,} docs)"
+        else:
+            k = max(f["rules"], 1)
+            tput = f"{docs * k / seconds:,.0f} run×rule/s"
+        lines.append(
+            f"| {f['key']} | {f['rules'] or 'recorded'} | {seconds:.2f} | {tput} | "
+            f"{f['peak_rss_mb']:,.0f} |"
+        )
+    ratios = results["ratios"]
+    assert isinstance(ratios, dict)
+    lines += ["", "Ratios (same run):", ""]
+    lines += [f"- {k}: {v:.2f}" for k, v in ratios.items()]
+    m = results["machine"]
+    assert isinstance(m, dict)
+    lines += ["", "Machine: " + ", ".join(f"{k} {v}" for k, v in m.items())]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--docs", type=int, default=200_000)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--out", type=Path, default=Path("bench-data"))
+    p.add_argument("--smoke", action="store_true", help="write results under --out only")
+    a = p.parse_args()
+    results = run(a.docs, a.repeat, a.out, a.seed)
+    text = render(results)
+    print(text)
+    target = a.out if a.smoke else HERE
+    (target / f"results-{a.docs}.json").write_bytes(
+        orjson.dumps(results, option=orjson.OPT_INDENT_2)
+    )
+    (target / f"results-{a.docs}.md").write_text(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,303 @@
+"""DuckDB bridge: the analyst-facing SQL views over a dataset (``sql/``).
+
+The SQL lives in files at the repository root, next to the package::
+
+    sql/setup/    session settings, the committed file lists, alternative_rules
+    sql/macros/   small scalar and table macros (tier ranks, Wilson bounds, …)
+    sql/views/    one view a file: runs … quarantine, acceptance, rates, helpers
+    sql/queries/  parameterised queries (rates_by, rates_by_label, flips)
+    sql/checks/   audit queries that return zero rows on a healthy dataset
+    sql/setup.sql every file of SETUP_FILES, in order (generated, see main)
+
+:func:`connect` runs the same statements as ``sql/setup.sql`` on a new
+connection, after binding the dataset path (and optionally ``as_of``) as
+DuckDB variables; user values are only ever passed as bound parameters.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+
+from ocp_analytics.acceptance import resolve_as_of
+from ocp_analytics.dataset import open_existing
+from ocp_analytics.exceptions import OcpAnalyticsError, hint
+from ocp_analytics.rules import Rule, resolve_rules
+
+# The statements of sql/setup.sql, in the order they run: later files use
+# the variables, macros and views of earlier ones.
+SETUP_FILES = (
+    "setup/timezone.sql",
+    "setup/check_dataset.sql",
+    "setup/batch_files.sql",
+    "setup/table_files.sql",
+    "setup/alternative_rules.sql",
+    "macros/ocp_all_versions.sql",
+    "macros/ocp_as_of.sql",
+    "macros/ocp_tier_rank.sql",
+    "macros/ocp_tier_word.sql",
+    "macros/ocp_tier_q.sql",
+    "macros/ocp_verdict_state.sql",
+    "macros/ocp_z95.sql",
+    "macros/ocp_wilson.sql",
+    "views/current_docs.sql",
+    "views/runs.sql",
+    "views/attempts.sql",
+    "views/signals.sql",
+    "views/rules.sql",
+    "views/artifacts.sql",
+    "views/findings.sql",
+    "views/quarantine.sql",
+    "views/latest_verdicts.sql",
+    "views/latest_scores.sql",
+    "views/attempt_positions.sql",
+    "views/run_rules.sql",
+    "views/rule_parts.sql",
+    "views/rule_events.sql",
+    "views/acceptance.sql",
+    "views/rates.sql",
+)
+
+SETUP_HEADER = """\
+-- setup.sql: the ocp-analytics views over one dataset, for the DuckDB CLI.
+--
+-- GENERATED from the files named below by `python -m ocp_analytics.sql`;
+-- edit those files, then regenerate (tests/test_sql.py checks it is current).
+--
+-- Usage (from any folder; the dataset path is the only input):
+--   duckdb -c "SET VARIABLE ocp_dataset = '/path/to/dataset'" \\
+--          -c ".read sql/setup.sql" \\
+--          -c "SELECT * FROM rates"
+-- Optional: SET VARIABLE ocp_as_of = TIMESTAMPTZ '2027-01-01 00:00:00+00';
+-- (before or after setup; unset means now), and rows in alternative_rules.
+"""
+
+_VARIABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Every value is a bound parameter; the column list is fixed text.
+_INSERT_RULE = (
+    "INSERT INTO alternative_rules (name, definition, requires, score_name, "
+    "score_target, score_better, score_scale, excludes_events, window_days) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def sql_files() -> Path:
+    """The ``sql/`` folder of the repository (views, queries, checks).
+
+    Raises
+    ------
+    OcpAnalyticsError
+        When the folder is not next to the package (an installed wheel
+        without the repository).
+
+    Examples
+    --------
+    >>> (sql_files() / "views" / "acceptance.sql").is_file()
+    True
+    """
+    folder = Path(__file__).resolve().parent.parent / "sql"
+    if not (folder / "views").is_dir():
+        raise OcpAnalyticsError(
+            hint(
+                f"the SQL files are not at {str(folder)!r}.",
+                "use ocp_analytics.sql from a checkout of the repository "
+                "(pip install -e .), where sql/ sits next to ocp_analytics/.",
+            )
+        )
+    return folder
+
+
+def setup_script() -> str:
+    """The text of ``sql/setup.sql``: every file of ``SETUP_FILES``, in order.
+
+    Examples
+    --------
+    >>> setup_script().count("CREATE OR REPLACE VIEW acceptance AS")
+    1
+    """
+    root = sql_files()
+    parts = [SETUP_HEADER]
+    for name in SETUP_FILES:
+        parts.append(
+            f"\n-- ---- sql/{name} ----\n{(root / name).read_text().rstrip()}\n"
+        )
+    return "".join(parts)
+
+
+def _set_variable(con: duckdb.DuckDBPyConnection, name: str, value: Any) -> None:
+    if not _VARIABLE_NAME.match(name):
+        raise OcpAnalyticsError(
+            hint(
+                f"{name!r} is not a valid DuckDB variable name.",
+                "use letters, digits and underscores, e.g. ocp_by.",
+            )
+        )
+    # The name is checked above; the value is always a bound parameter.
+    con.execute(f"SET VARIABLE {name} = ?", [value])
+
+
+def _rule_values(rule: Rule) -> list[Any]:
+    score = rule.score
+    return [
+        rule.name,
+        rule.definition,
+        None if rule.requires is None else list(rule.requires),
+        score.name if score else None,
+        score.target if score else None,
+        score.better if score else None,
+        score.scale if score else None,
+        None if rule.excludes_events is None else list(rule.excludes_events),
+        rule.window_days,
+    ]
+
+
+def _run_setup(con: duckdb.DuckDBPyConnection) -> None:
+    root = sql_files()
+    for name in SETUP_FILES:
+        try:
+            con.execute((root / name).read_text())
+        except duckdb.Error as exc:
+            raise OcpAnalyticsError(
+                hint(
+                    f"sql/{name} failed: {exc}",
+                    "check that the dataset is readable; if the file was "
+                    "edited, run it alone in the duckdb CLI to see the error.",
+                )
+            ) from exc
+
+
+def connect(
+    dataset: str | Path,
+    *,
+    rules: object = None,
+    as_of: datetime | str | None = None,
+    database: str = ":memory:",
+) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection with the ocp-analytics views over ``dataset``.
+
+    The connection has ``TimeZone = 'UTC'``, the views of ``sql/views``
+    (``runs``, ``attempts``, ``signals``, ``rules``, ``artifacts``,
+    ``findings``, ``quarantine``, ``acceptance``, ``rates`` and their
+    helpers) and the table ``alternative_rules``. The views read the batches
+    committed when the connection was made.
+
+    Parameters
+    ----------
+    dataset
+        A dataset folder (made by :func:`ocp_analytics.ingest`).
+    rules
+        Alternative rules, as for :func:`ocp_analytics.acceptance`: Rule
+        objects, short forms (``"tests+review"``), a rules file, or a list.
+        When given, they replace the rows of ``alternative_rules``.
+    as_of
+        The instant late events are judged at, set as the DuckDB variable
+        ``ocp_as_of``; unset, each query uses its own now (to the second).
+        Change it later with ``con.execute("SET VARIABLE ocp_as_of = ?", [t])``.
+    database
+        The DuckDB database to open (``":memory:"`` by default). In a
+        database file, ``alternative_rules`` is kept between sessions.
+
+    Returns
+    -------
+    duckdb.DuckDBPyConnection
+        Variables are per connection: query through this connection, not
+        through ``con.cursor()``.
+
+    Examples
+    --------
+    >>> import ocp_analytics as oa, tempfile
+    >>> ds = tempfile.mkdtemp() + "/ds"
+    >>> _ = oa.ingest("tests/data/examples/v0.3", ds)
+    >>> con = connect(ds, rules="tests+review", as_of="2027-01-01T00:00:00Z")
+    >>> con.sql("SELECT rule, runs, accepted, unknown FROM rates").fetchall()
+    [('recorded', 7, 7, 0), ('tests+review', 7, 4, 3)]
+    >>> con.sql("SELECT outcome, tier, attempts_to_acceptance FROM acceptance "
+    ...         "WHERE run_id = 'run_ex_full_a' AND rule = 'recorded'").fetchall()
+    [('accepted', 'reported', 4)]
+    """
+    root = open_existing(dataset).resolve()
+    alternatives = resolve_rules(rules) if rules is not None else None  # type: ignore[arg-type]
+    con = duckdb.connect(database)
+    try:
+        _set_variable(con, "ocp_dataset", str(root))
+        if as_of is not None:
+            _set_variable(con, "ocp_as_of", resolve_as_of(as_of))
+        _run_setup(con)
+        if alternatives is not None:
+            con.execute("DELETE FROM alternative_rules")
+            if alternatives:
+                con.executemany(_INSERT_RULE, [_rule_values(r) for r in alternatives])
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def run_query(
+    dataset: str | Path,
+    query: str | Path,
+    *,
+    rules: object = None,
+    as_of: datetime | str | None = None,
+    variables: Mapping[str, Any] | None = None,
+) -> pl.DataFrame:
+    """Run one query over the views of ``dataset`` and return a DataFrame.
+
+    Parameters
+    ----------
+    dataset, rules, as_of
+        As for :func:`connect`.
+    query
+        SQL text, or the :class:`~pathlib.Path` of a ``.sql`` file such as
+        ``sql_files() / "queries" / "flips.sql"``.
+    variables
+        DuckDB variables the query reads with ``getvariable`` (for example
+        ``{"ocp_by": ["task_type"]}`` for ``queries/rates_by.sql``), each
+        set with a bound parameter.
+
+    Examples
+    --------
+    >>> import ocp_analytics as oa, tempfile
+    >>> ds = tempfile.mkdtemp() + "/ds"
+    >>> _ = oa.ingest("tests/data/examples/v0.3", ds)
+    >>> flips = run_query(ds, sql_files() / "queries" / "flips.sql",
+    ...                   rules=["tests", "tests+review"], as_of="2027-01-01T00:00:00Z")
+    >>> flips.filter(rule_a="tests", rule_b="tests+review")["flips"].item()
+    3
+    """
+    text = query.read_text() if isinstance(query, Path) else query
+    con = connect(dataset, rules=rules, as_of=as_of)
+    try:
+        for name, value in (variables or {}).items():
+            _set_variable(con, name, value)
+        return con.sql(text).pl()
+    finally:
+        con.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m ocp_analytics.sql [--check]``: write (or check) sql/setup.sql."""
+    args = sys.argv[1:] if argv is None else argv
+    target = sql_files() / "setup.sql"
+    text = setup_script()
+    if "--check" in args:
+        current = target.read_text() if target.is_file() else ""
+        if current != text:
+            print(f"{target} is out of date; run: python -m ocp_analytics.sql")
+            return 1
+        print(f"{target} is up to date")
+        return 0
+    target.write_text(text)
+    print(f"wrote {target}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,21 @@
+-- ocp_all_versions(table_name): every committed row of a table, all run versions.
+--
+-- Purpose: read the committed Parquet parts of one table (ocp_files) plus
+--   its empty schema file. Older versions of re-ingested runs are still
+--   here; the views runs, attempts, … keep current versions only. The audit
+--   queries in sql/checks/ read this to find what the views hide.
+-- Parameters:
+--   table_name                  VARCHAR, one of runs, attempts, signals,
+--                               rules, artifacts, findings, quarantine.
+--   getvariable('ocp_dataset')  VARCHAR, the dataset folder.
+--   getvariable('ocp_files')    MAP(VARCHAR, VARCHAR[]), set by table_files.sql.
+-- Output columns: those of the table's schema (ocp_analytics/schemas.py).
+-- Example: SELECT count(*) FROM ocp_all_versions('runs');
+CREATE OR REPLACE MACRO ocp_all_versions(table_name) AS TABLE
+SELECT *
+FROM read_parquet(
+    list_transform(
+        getvariable('ocp_files')[table_name],
+        lambda part: getvariable('ocp_dataset') || '/' || part
+    )
+);

@@ -1,0 +1,863 @@
+-- setup.sql: the ocp-analytics views over one dataset, for the DuckDB CLI.
+--
+-- GENERATED from the files named below by `python -m ocp_analytics.sql`;
+-- edit those files, then regenerate (tests/test_sql.py checks it is current).
+--
+-- Usage (from any folder; the dataset path is the only input):
+--   duckdb -c "SET VARIABLE ocp_dataset = '/path/to/dataset'" \
+--          -c ".read sql/setup.sql" \
+--          -c "SELECT * FROM rates"
+-- Optional: SET VARIABLE ocp_as_of = TIMESTAMPTZ '2027-01-01 00:00:00+00';
+-- (before or after setup; unset means now), and rows in alternative_rules.
+
+-- ---- sql/setup/timezone.sql ----
+-- timezone: pin the session time zone to UTC.
+--
+-- Purpose: naive timestamps, now() and TIMESTAMPTZ arithmetic must not depend
+--   on the machine the query runs on (SEMANTICS §2; pitfalls note, DuckDB 2).
+-- Parameters: none.
+-- Output: none (a session setting).
+SET TimeZone = 'UTC';
+
+-- ---- sql/setup/check_dataset.sql ----
+-- check_dataset: stop early, with a hint, when ocp_dataset is not set.
+--
+-- Purpose: every later statement reads the dataset folder from the variable
+--   ocp_dataset; without it DuckDB's own errors ("glob cannot take NULL")
+--   would not say what to do.
+-- Parameters:
+--   getvariable('ocp_dataset')  VARCHAR, the dataset folder (required).
+-- Output: none (the variable is set again to its own value).
+SET VARIABLE ocp_dataset = CASE
+    WHEN getvariable('ocp_dataset') IS NULL THEN error(
+        'ocp_dataset is not set. Hint: run SET VARIABLE ocp_dataset = ''/path/to/dataset''; '
+        || 'before .read sql/setup.sql'
+    )
+    ELSE CAST(getvariable('ocp_dataset') AS VARCHAR)
+END;
+
+-- ---- sql/setup/batch_files.sql ----
+-- batch_files: the dataset's commit records, as the variable ocp_batch_files.
+--
+-- Purpose: list DATASET/_batches/*.json (one commit record per ingested
+--   batch; dataset.py). Only files listed by these records belong to the
+--   dataset. glob() is used rather than a glob inside read_json so that a
+--   dataset with no batch yet gives an empty list instead of an error.
+-- Parameters:
+--   getvariable('ocp_dataset')  VARCHAR, the dataset folder.
+-- Output: variable ocp_batch_files VARCHAR[] (file names, commit order).
+SET VARIABLE ocp_batch_files = (
+    SELECT coalesce(list(file ORDER BY file), [])
+    FROM glob(getvariable('ocp_dataset') || '/_batches/*.json')
+);
+
+-- ---- sql/setup/table_files.sql ----
+-- table_files: the committed Parquet parts of every table, as the variable ocp_files.
+--
+-- Purpose: read the commit records listed in ocp_batch_files and gather, per
+--   table, the part files they list (paths relative to the dataset folder).
+--   Each list starts with _schema/<table>.parquet, an empty file holding the
+--   table's schema, so a table with no committed part still has its columns.
+--   Parts on disk that no record lists (crash leftovers) are never read.
+--   The list is a snapshot: run setup again to see batches committed later.
+-- Parameters:
+--   getvariable('ocp_dataset')      VARCHAR, the dataset folder.
+--   getvariable('ocp_batch_files')  VARCHAR[], set by batch_files.sql.
+-- Output: variable ocp_files MAP(VARCHAR, VARCHAR[]): table name -> part
+--   files relative to the dataset folder, keys runs, attempts, signals,
+--   rules, artifacts, findings, quarantine.
+SET VARIABLE ocp_files = (
+    SELECT MAP {
+        'runs':       ['_schema/runs.parquet']       || coalesce(flatten(list(files.runs       ORDER BY seq)), []),
+        'attempts':   ['_schema/attempts.parquet']   || coalesce(flatten(list(files.attempts   ORDER BY seq)), []),
+        'signals':    ['_schema/signals.parquet']    || coalesce(flatten(list(files.signals    ORDER BY seq)), []),
+        'rules':      ['_schema/rules.parquet']      || coalesce(flatten(list(files.rules      ORDER BY seq)), []),
+        'artifacts':  ['_schema/artifacts.parquet']  || coalesce(flatten(list(files.artifacts  ORDER BY seq)), []),
+        'findings':   ['_schema/findings.parquet']   || coalesce(flatten(list(files.findings   ORDER BY seq)), []),
+        'quarantine': ['_schema/quarantine.parquet'] || coalesce(flatten(list(files.quarantine ORDER BY seq)), [])
+    }
+    FROM read_json(
+        -- the format marker is always present, so the list is never empty
+        [getvariable('ocp_dataset') || '/ocp-dataset.json'] || getvariable('ocp_batch_files'),
+        columns = {
+            seq: 'BIGINT',
+            files: 'STRUCT(runs VARCHAR[], attempts VARCHAR[], signals VARCHAR[], rules VARCHAR[], artifacts VARCHAR[], findings VARCHAR[], quarantine VARCHAR[])'
+        }
+    )
+    WHERE files IS NOT NULL
+);
+
+-- ---- sql/setup/alternative_rules.sql ----
+-- alternative_rules: the user's alternative acceptance rules (empty by default).
+--
+-- Purpose: every row is evaluated against every run by the acceptance view,
+--   next to each run's recorded rule. Insert rows to compare bars, e.g.
+--     INSERT INTO alternative_rules (name, requires) VALUES ('tests+review', ['tests', 'review']);
+--     INSERT INTO alternative_rules (name, score_name, score_target, score_better)
+--         VALUES ('runtime_s<=3600', 'runtime_s', 3600, 'lower');
+--   NULL means "absent", with the defaults of SEMANTICS §3: requires [] (no
+--   verdict needed; duplicate names count once), no score part,
+--   excludes_events ['revert', 'incident'] ([] means no event excludes),
+--   window_days 14. score_scale does not change any figure.
+--   Kept across a second run of setup (CREATE TABLE IF NOT EXISTS).
+-- Parameters: none.
+-- Output columns: name VARCHAR (unique, not 'recorded'), definition VARCHAR,
+--   requires VARCHAR[], score_name VARCHAR, score_target DOUBLE,
+--   score_better VARCHAR ('higher' | 'lower'), score_scale VARCHAR,
+--   excludes_events VARCHAR[], window_days BIGINT (>= 0).
+CREATE TABLE IF NOT EXISTS alternative_rules (
+    name VARCHAR PRIMARY KEY CHECK (name <> 'recorded'),
+    definition VARCHAR,
+    requires VARCHAR[],
+    score_name VARCHAR,
+    score_target DOUBLE,
+    score_better VARCHAR CHECK (score_better IN ('higher', 'lower')),
+    score_scale VARCHAR,
+    excludes_events VARCHAR[],
+    window_days BIGINT CHECK (window_days >= 0),
+    CHECK (score_name IS NULL OR (score_target IS NOT NULL AND score_better IS NOT NULL))
+);
+
+-- ---- sql/macros/ocp_all_versions.sql ----
+-- ocp_all_versions(table_name): every committed row of a table, all run versions.
+--
+-- Purpose: read the committed Parquet parts of one table (ocp_files) plus
+--   its empty schema file. Older versions of re-ingested runs are still
+--   here; the views runs, attempts, … keep current versions only. The audit
+--   queries in sql/checks/ read this to find what the views hide.
+-- Parameters:
+--   table_name                  VARCHAR, one of runs, attempts, signals,
+--                               rules, artifacts, findings, quarantine.
+--   getvariable('ocp_dataset')  VARCHAR, the dataset folder.
+--   getvariable('ocp_files')    MAP(VARCHAR, VARCHAR[]), set by table_files.sql.
+-- Output columns: those of the table's schema (ocp_analytics/schemas.py).
+-- Example: SELECT count(*) FROM ocp_all_versions('runs');
+CREATE OR REPLACE MACRO ocp_all_versions(table_name) AS TABLE
+SELECT *
+FROM read_parquet(
+    list_transform(
+        getvariable('ocp_files')[table_name],
+        lambda part: getvariable('ocp_dataset') || '/' || part
+    )
+);
+
+-- ---- sql/macros/ocp_as_of.sql ----
+-- ocp_as_of(): the instant late events are judged at (SEMANTICS §1).
+--
+-- Purpose: one place that reads the as_of parameter; every as_of-dependent
+--   view calls it, and acceptance writes it into its as_of column so a
+--   report can be reproduced.
+-- Parameters:
+--   getvariable('ocp_as_of')  TIMESTAMPTZ (or text such as
+--                             '2027-01-01T00:00:00Z'; a value without an
+--                             offset reads as UTC). Unset: now(), to the second.
+-- Output: TIMESTAMPTZ.
+CREATE OR REPLACE MACRO ocp_as_of() AS
+coalesce(CAST(getvariable('ocp_as_of') AS TIMESTAMPTZ), date_trunc('second', now()));
+
+-- ---- sql/macros/ocp_tier_rank.sql ----
+-- ocp_tier_rank(tier): rank of an evidence tier word (SEMANTICS §7).
+--
+-- Purpose: verified 0, reported 1, heuristic 2, asserted 3; compared
+--   lower-cased; a missing or unknown word reads as asserted (3).
+-- Parameters: tier VARCHAR.
+-- Output: INTEGER 0..3 (higher is weaker).
+CREATE OR REPLACE MACRO ocp_tier_rank(tier) AS
+CASE lower(tier)
+    WHEN 'verified' THEN 0
+    WHEN 'reported' THEN 1
+    WHEN 'heuristic' THEN 2
+    ELSE 3
+END;
+
+-- ---- sql/macros/ocp_tier_word.sql ----
+-- ocp_tier_word(tier_rank): the tier word of a rank (SEMANTICS §7).
+--
+-- Purpose: turn the weakest rank used back into its word; nothing used
+--   (NULL) reads asserted.
+-- Parameters: tier_rank INTEGER 0..3, or NULL (nothing used).
+-- Output: VARCHAR verified | reported | heuristic | asserted (NULL reads asserted).
+CREATE OR REPLACE MACRO ocp_tier_word(tier_rank) AS
+CASE tier_rank
+    WHEN 0 THEN 'verified'
+    WHEN 1 THEN 'reported'
+    WHEN 2 THEN 'heuristic'
+    ELSE 'asserted'
+END;
+
+-- ---- sql/macros/ocp_tier_q.sql ----
+-- ocp_tier_q(tier_rank): q of a tier rank (SEMANTICS §7).
+--
+-- Purpose: the q written next to every outcome: 0.98, 0.95, 0.80, 0.70 for
+--   verified, reported, heuristic, asserted.
+-- Parameters: tier_rank INTEGER 0..3, or NULL (nothing used).
+-- Output: DOUBLE 0.98 | 0.95 | 0.80 | 0.70 (NULL reads asserted, 0.70).
+CREATE OR REPLACE MACRO ocp_tier_q(tier_rank) AS
+CASE tier_rank
+    WHEN 0 THEN CAST(0.98 AS DOUBLE)
+    WHEN 1 THEN CAST(0.95 AS DOUBLE)
+    WHEN 2 THEN CAST(0.80 AS DOUBLE)
+    ELSE CAST(0.70 AS DOUBLE)
+END;
+
+-- ---- sql/macros/ocp_verdict_state.sql ----
+-- ocp_verdict_state(value_text): what a verdict value says (SEMANTICS §5).
+--
+-- Purpose: lower-cased, 'accept' or 'pass' reads 'pass'; 'reject' or 'fail'
+--   reads 'fail'; anything else ('error', 'approved', '', NULL, the JSON
+--   text of a non-string value such as '1' or 'true') reads NULL (unknown).
+-- Parameters: value_text VARCHAR.
+-- Output: VARCHAR 'pass' | 'fail' | NULL.
+CREATE OR REPLACE MACRO ocp_verdict_state(value_text) AS
+CASE
+    WHEN lower(value_text) IN ('accept', 'pass') THEN 'pass'
+    WHEN lower(value_text) IN ('reject', 'fail') THEN 'fail'
+END;
+
+-- ---- sql/macros/ocp_z95.sql ----
+-- ocp_z95(): the z of a two-sided 95 % interval, as in ocp_analytics.rates.Z95.
+--
+-- Purpose: one place for the constant, parsed from text so the double is
+--   exactly Python's float('1.959963984540054').
+-- Parameters: none.
+-- Output: DOUBLE 1.959963984540054.
+CREATE OR REPLACE MACRO ocp_z95() AS CAST('1.959963984540054' AS DOUBLE);
+
+-- ---- sql/macros/ocp_wilson.sql ----
+-- ocp_wilson(successes, n, side): one bound of the 95 % Wilson score interval.
+--
+-- Purpose: the interval on accept_rate (SEMANTICS §10). The operations and
+--   their order are those of ocp_analytics.rates.wilson, so both engines give
+--   the same doubles: with p = successes / n,
+--     centre = (p + z²/(2n)) / (1 + z²/n)
+--     half   = z · sqrt(p(1 − p)/n + z²/(4n²)) / (1 + z²/n)
+--   and the bound is centre + side · half.
+-- Parameters: successes BIGINT, n BIGINT (NULL result when n = 0),
+--   side -1 (lower bound) or 1 (upper bound).
+-- Output: DOUBLE.
+CREATE OR REPLACE MACRO ocp_wilson(successes, n, side) AS
+CASE WHEN n > 0 THEN
+    (CAST(successes AS DOUBLE) / CAST(n AS DOUBLE) + ocp_z95() * ocp_z95() / (2 * CAST(n AS DOUBLE)))
+        / (1 + ocp_z95() * ocp_z95() / CAST(n AS DOUBLE))
+    + side * (
+        ocp_z95() * sqrt(
+            CAST(successes AS DOUBLE) / CAST(n AS DOUBLE)
+                * (1 - CAST(successes AS DOUBLE) / CAST(n AS DOUBLE)) / CAST(n AS DOUBLE)
+            + ocp_z95() * ocp_z95() / (4 * CAST(n AS DOUBLE) * CAST(n AS DOUBLE))
+        )
+        / (1 + ocp_z95() * ocp_z95() / CAST(n AS DOUBLE))
+    )
+END;
+
+-- ---- sql/views/current_docs.sql ----
+-- current_docs: the doc_id of the current version of every run.
+--
+-- Purpose: a run id ingested again with new content gets a new doc_id; its
+--   current version is the one with the largest doc_id among the runs rows
+--   of that run_id (dataset.py). Every per-run view keeps only rows of these
+--   doc_ids, so older versions never count twice.
+-- Parameters: none (reads ocp_all_versions('runs')).
+-- Output columns: run_id VARCHAR, doc_id BIGINT (one row per run_id).
+CREATE OR REPLACE VIEW current_docs AS
+SELECT run_id, max(doc_id) AS doc_id
+FROM ocp_all_versions('runs')
+GROUP BY run_id;
+
+-- ---- sql/views/runs.sql ----
+-- runs: the current version of every run, one row per run_id.
+--
+-- Purpose: the runs rows whose doc_id is the current doc_id of their run
+--   (current_docs). The audit sql/checks/duplicate_current_runs.sql makes
+--   sure no run_id has two such rows.
+-- Parameters: none (reads ocp_all_versions('runs')).
+-- Output columns: those of ocp_analytics.schemas.RUNS (run_id, doc_id,
+--   ocp_version, …, started_at, ended_at TIMESTAMPTZ, labels MAP(VARCHAR,
+--   VARCHAR), task_type, repo, org, rule_name, …, batch_id).
+CREATE OR REPLACE VIEW runs AS
+SELECT *
+FROM ocp_all_versions('runs')
+WHERE doc_id IN (SELECT doc_id FROM current_docs);
+
+-- ---- sql/views/attempts.sql ----
+-- attempts: the attempts rows of the current version of every run.
+--
+-- Purpose: keep only rows whose doc_id is a current doc_id (current_docs);
+--   rows of older versions and rows of no run at all are left out (the
+--   audit queries in sql/checks/ look for the latter).
+-- Parameters: none (reads ocp_all_versions('attempts')).
+-- Output columns: those of ocp_analytics.schemas.ATTEMPTS: run_id, doc_id,
+--   att_idx (position in the document's attempts), attempt_id, node, n, round,
+--   status, started_at, ended_at TIMESTAMPTZ, …, cost_usd, tokens.
+CREATE OR REPLACE VIEW attempts AS
+SELECT *
+FROM ocp_all_versions('attempts')
+WHERE doc_id IN (SELECT doc_id FROM current_docs);
+
+-- ---- sql/views/signals.sql ----
+-- signals: the signals rows of the current version of every run.
+--
+-- Purpose: keep only rows whose doc_id is a current doc_id (current_docs);
+--   rows of older versions and rows of no run at all are left out (the
+--   audit queries in sql/checks/ look for the latter).
+-- Parameters: none (reads ocp_all_versions('signals')).
+-- Output columns: those of ocp_analytics.schemas.SIGNALS: run_id, doc_id,
+--   sig_idx (position in run.signals), signal_id, kind, name, value_text,
+--   value_num DOUBLE (JSON numbers only), value_json, …, at_attempt,
+--   observed_at TIMESTAMPTZ, tier.
+CREATE OR REPLACE VIEW signals AS
+SELECT *
+FROM ocp_all_versions('signals')
+WHERE doc_id IN (SELECT doc_id FROM current_docs);
+
+-- ---- sql/views/rules.sql ----
+-- rules: the rules rows of the current version of every run.
+--
+-- Purpose: keep only rows whose doc_id is a current doc_id (current_docs);
+--   rows of older versions and rows of no run at all are left out (the
+--   audit queries in sql/checks/ look for the latter).
+-- Parameters: none (reads ocp_all_versions('rules')).
+-- Output columns: those of ocp_analytics.schemas.RULES: run_id, doc_id, name,
+--   definition, requires VARCHAR[], score_name, score_target DOUBLE,
+--   score_better, score_scale, excludes_events VARCHAR[], window_days BIGINT,
+--   valid BOOLEAN, invalid_reason (no row: the run has no recorded rule).
+CREATE OR REPLACE VIEW rules AS
+SELECT *
+FROM ocp_all_versions('rules')
+WHERE doc_id IN (SELECT doc_id FROM current_docs);
+
+-- ---- sql/views/artifacts.sql ----
+-- artifacts: the artifacts rows of the current version of every run.
+--
+-- Purpose: keep only rows whose doc_id is a current doc_id (current_docs);
+--   rows of older versions and rows of no run at all are left out (the
+--   audit queries in sql/checks/ look for the latter).
+-- Parameters: none (reads ocp_all_versions('artifacts')).
+-- Output columns: those of ocp_analytics.schemas.ARTIFACTS: run_id, doc_id,
+--   art_idx, artifact_id, path, kind, producer, first_write_at TIMESTAMPTZ.
+CREATE OR REPLACE VIEW artifacts AS
+SELECT *
+FROM ocp_all_versions('artifacts')
+WHERE doc_id IN (SELECT doc_id FROM current_docs);
+
+-- ---- sql/views/findings.sql ----
+-- findings: the findings rows of the current version of every run.
+--
+-- Purpose: keep only rows whose doc_id is a current doc_id (current_docs);
+--   rows of older versions and rows of no run at all are left out (the
+--   audit queries in sql/checks/ look for the latter).
+-- Parameters: none (reads ocp_all_versions('findings')).
+-- Output columns: those of ocp_analytics.schemas.FINDINGS: run_id, doc_id,
+--   code, json_path, message, source_path, source_line, source_index.
+CREATE OR REPLACE VIEW findings AS
+SELECT *
+FROM ocp_all_versions('findings')
+WHERE doc_id IN (SELECT doc_id FROM current_docs);
+
+-- ---- sql/views/quarantine.sql ----
+-- quarantine: every document that could not be read as a run.
+--
+-- Purpose: quarantine is not per run (a quarantined document has no doc_id),
+--   so every committed row is kept.
+-- Parameters: none (reads ocp_all_versions('quarantine')).
+-- Output columns: those of ocp_analytics.schemas.QUARANTINE: batch_id,
+--   source_path, source_line, source_index, code, message, json_path, raw_head.
+CREATE OR REPLACE VIEW quarantine AS
+SELECT *
+FROM ocp_all_versions('quarantine');
+
+-- ---- sql/views/latest_verdicts.sql ----
+-- latest_verdicts: the latest verdict of every (run version, name) (SEMANTICS §4–§5).
+--
+-- Purpose: within one document, for one verdict name (exact, case-sensitive
+--   match), order the verdicts by observed_at with an unknown time FIRST,
+--   then by position in run.signals; the last one wins, whatever its value.
+--   Written here as "first in the reversed order" so the tie-break is explicit.
+-- Parameters: none.
+-- Output columns:
+--   doc_id BIGINT, name VARCHAR
+--   state VARCHAR       'pass' | 'fail' | NULL (unknown), see ocp_verdict_state
+--   value_text VARCHAR  the value as written
+--   tier_rank INTEGER   0 verified … 3 asserted (ocp_tier_rank)
+--   at_attempt VARCHAR  the attempt the verdict names (may name none)
+--   sig_idx INTEGER, observed_at TIMESTAMPTZ  which signal won
+CREATE OR REPLACE VIEW latest_verdicts AS
+SELECT
+    doc_id,
+    name,
+    ocp_verdict_state(value_text) AS state,
+    value_text,
+    ocp_tier_rank(tier) AS tier_rank,
+    at_attempt,
+    sig_idx,
+    observed_at
+FROM signals
+WHERE kind = 'verdict'
+QUALIFY row_number() OVER (
+    PARTITION BY doc_id, name
+    ORDER BY observed_at DESC NULLS LAST, sig_idx DESC
+) = 1;
+
+-- ---- sql/views/latest_scores.sql ----
+-- latest_scores: the latest numeric score of every (run version, name) (SEMANTICS §4).
+--
+-- Purpose: only scores whose value is a JSON number count (value_num IS NOT
+--   NULL): a later null, boolean or string score does not hide an earlier
+--   measured one. Among those, order by observed_at with an unknown time
+--   FIRST, then by position in run.signals; the last one wins.
+-- Parameters: none.
+-- Output columns:
+--   doc_id BIGINT, name VARCHAR
+--   value DOUBLE        the score
+--   tier_rank INTEGER   0 verified … 3 asserted (ocp_tier_rank)
+--   at_attempt VARCHAR  the attempt the score names (may name none)
+--   sig_idx INTEGER, observed_at TIMESTAMPTZ  which signal won
+CREATE OR REPLACE VIEW latest_scores AS
+SELECT
+    doc_id,
+    name,
+    value_num AS value,
+    ocp_tier_rank(tier) AS tier_rank,
+    at_attempt,
+    sig_idx,
+    observed_at
+FROM signals
+WHERE kind = 'score' AND value_num IS NOT NULL
+QUALIFY row_number() OVER (
+    PARTITION BY doc_id, name
+    ORDER BY observed_at DESC NULLS LAST, sig_idx DESC
+) = 1;
+
+-- ---- sql/views/attempt_positions.sql ----
+-- attempt_positions: where each attempt id of a run version stands (SEMANTICS §8).
+--
+-- Purpose: order the run's attempts by started_at with an unknown time LAST,
+--   then by position in the document (att_idx). pos is the 1-based place in
+--   that order, counting every attempt (parallel copies, other nodes, and
+--   attempts without an id). n is the attempt's own n or, when absent, its
+--   1-based place among attempts of the same node (attempts without a node
+--   form one group). When ids repeat, the first in that order wins.
+-- Parameters: none.
+-- Output columns:
+--   doc_id BIGINT, attempt_id VARCHAR (never NULL)
+--   pos BIGINT    1-based position among all attempts of the run
+--   n BIGINT      n, or the position within the node
+--   round BIGINT  round as written (NULL when absent)
+--   node VARCHAR
+CREATE OR REPLACE VIEW attempt_positions AS
+WITH ordered AS (
+    SELECT
+        doc_id,
+        attempt_id,
+        node,
+        round,
+        row_number() OVER (
+            PARTITION BY doc_id
+            ORDER BY started_at ASC NULLS LAST, att_idx ASC
+        ) AS pos,
+        coalesce(
+            n,
+            row_number() OVER (
+                PARTITION BY doc_id, node
+                ORDER BY started_at ASC NULLS LAST, att_idx ASC
+            )
+        ) AS n
+    FROM attempts
+)
+SELECT doc_id, attempt_id, pos, n, round, node
+FROM ordered
+WHERE attempt_id IS NOT NULL
+QUALIFY row_number() OVER (PARTITION BY doc_id, attempt_id ORDER BY pos) = 1;
+
+-- ---- sql/views/run_rules.sql ----
+-- run_rules: every (run, rule) pair to evaluate, with the rule's effective fields.
+--
+-- Purpose: one row per run under its own recorded rule (rule = 'recorded'),
+--   plus one row per run and row of alternative_rules. The defaults of
+--   SEMANTICS §3 are applied here, once: excludes_events NULL reads
+--   ['revert', 'incident'], window_days NULL reads 14; requires keeps its
+--   duplicates (rule_parts counts each name once). A run without a recorded
+--   rule gets problem 'no_rule', an unreadable one (rules.valid = false)
+--   'invalid_rule'; such a row has no parts and counts no event.
+-- Parameters: none (reads runs, rules, alternative_rules).
+-- Output columns:
+--   doc_id BIGINT, run_id VARCHAR, ended_at TIMESTAMPTZ
+--   rule VARCHAR              'recorded' or the alternative rule's name
+--   problem VARCHAR           NULL | 'no_rule' | 'invalid_rule'
+--   requires VARCHAR[]        as written (NULL: none)
+--   score_name VARCHAR, score_target DOUBLE, score_better VARCHAR
+--   excludes_events VARCHAR[] effective (default applied)
+--   window_days BIGINT        effective (default applied)
+CREATE OR REPLACE VIEW run_rules AS
+WITH pairs AS (
+    SELECT
+        r.doc_id,
+        r.run_id,
+        r.ended_at,
+        'recorded' AS rule,
+        CASE
+            WHEN rl.doc_id IS NULL THEN 'no_rule'
+            WHEN NOT rl.valid THEN 'invalid_rule'
+        END AS problem,
+        rl.requires,
+        rl.score_name,
+        rl.score_target,
+        rl.score_better,
+        rl.excludes_events,
+        rl.window_days
+    FROM runs AS r
+    LEFT JOIN rules AS rl ON rl.doc_id = r.doc_id
+    UNION ALL
+    SELECT
+        r.doc_id,
+        r.run_id,
+        r.ended_at,
+        a.name AS rule,
+        NULL AS problem,
+        a.requires,
+        a.score_name,
+        a.score_target,
+        a.score_better,
+        a.excludes_events,
+        a.window_days
+    FROM runs AS r
+    CROSS JOIN alternative_rules AS a
+)
+SELECT
+    doc_id,
+    run_id,
+    ended_at,
+    rule,
+    problem,
+    CASE WHEN problem IS NULL THEN requires END AS requires,
+    CASE WHEN problem IS NULL THEN score_name END AS score_name,
+    CASE WHEN problem IS NULL THEN score_target END AS score_target,
+    CASE WHEN problem IS NULL THEN score_better END AS score_better,
+    CASE
+        WHEN problem IS NULL THEN coalesce(excludes_events, ['revert', 'incident'])
+    END AS excludes_events,
+    CASE WHEN problem IS NULL THEN coalesce(window_days, 14) END AS window_days
+FROM pairs;
+
+-- ---- sql/views/rule_parts.sql ----
+-- rule_parts: the parts of every (run, rule) pair and what each says (SEMANTICS §5).
+--
+-- Purpose: one row per required verdict name (duplicates counted once, at
+--   their first place) and one row for the score part when the rule has one.
+--   A verdict part takes the latest verdict of its name: 'pass', 'fail'
+--   (reason failed:NAME) or NULL (no verdict or another word; reason
+--   missing:NAME). The score part takes the latest numeric score of
+--   score_name: none is NULL (missing:NAME); otherwise 'pass' when value <=
+--   target (better 'lower') or value >= target (otherwise), equal reaching
+--   the target, NaN never; else 'fail' (below_target:NAME, for either
+--   direction). attempt_pos is the position (attempt_positions.pos) of the
+--   attempt the deciding signal names, NULL when it names no attempt of the run.
+-- Parameters: none (reads run_rules, latest_verdicts, latest_scores,
+--   attempt_positions).
+-- Output columns:
+--   doc_id BIGINT, rule VARCHAR
+--   part_idx BIGINT      order of the part: requires in rule order, then the score
+--   part_kind VARCHAR    'verdict' | 'score'
+--   name VARCHAR         the verdict or score name
+--   state VARCHAR        'pass' | 'fail' | NULL (unknown)
+--   reason VARCHAR       NULL when the part passes
+--   tier_rank INTEGER    tier rank of the signal used (NULL when none)
+--   at_attempt VARCHAR   the attempt the signal names, as written
+--   attempt_pos BIGINT   its position among the run's attempts, or NULL
+CREATE OR REPLACE VIEW rule_parts AS
+WITH required AS (
+    SELECT doc_id, rule, name, min(i) AS part_idx
+    FROM (
+        SELECT
+            doc_id,
+            rule,
+            unnest(requires) AS name,
+            generate_subscripts(requires, 1) AS i
+        FROM run_rules
+        WHERE problem IS NULL
+    )
+    WHERE name IS NOT NULL
+    GROUP BY doc_id, rule, name
+),
+verdict_parts AS (
+    SELECT
+        q.doc_id,
+        q.rule,
+        CAST(q.part_idx AS BIGINT) AS part_idx,
+        'verdict' AS part_kind,
+        q.name,
+        v.state,
+        CASE
+            WHEN v.state = 'pass' THEN NULL
+            WHEN v.state = 'fail' THEN 'failed:' || q.name
+            ELSE 'missing:' || q.name
+        END AS reason,
+        v.tier_rank,
+        v.at_attempt
+    FROM required AS q
+    LEFT JOIN latest_verdicts AS v ON v.doc_id = q.doc_id AND v.name = q.name
+),
+score_parts AS (
+    SELECT
+        rr.doc_id,
+        rr.rule,
+        CAST(2147483647 AS BIGINT) AS part_idx,
+        'score' AS part_kind,
+        rr.score_name AS name,
+        CASE
+            WHEN s.value IS NULL THEN NULL
+            WHEN NOT isnan(s.value)
+                AND CASE
+                    WHEN rr.score_better = 'lower' THEN s.value <= rr.score_target
+                    ELSE s.value >= rr.score_target
+                END
+                THEN 'pass'
+            ELSE 'fail'
+        END AS state,
+        s.tier_rank,
+        s.at_attempt
+    FROM run_rules AS rr
+    LEFT JOIN latest_scores AS s ON s.doc_id = rr.doc_id AND s.name = rr.score_name
+    WHERE rr.problem IS NULL AND rr.score_name IS NOT NULL
+),
+parts AS (
+    SELECT doc_id, rule, part_idx, part_kind, name, state, reason, tier_rank, at_attempt
+    FROM verdict_parts
+    UNION ALL
+    SELECT
+        doc_id,
+        rule,
+        part_idx,
+        part_kind,
+        name,
+        state,
+        CASE
+            WHEN state = 'pass' THEN NULL
+            WHEN state = 'fail' THEN 'below_target:' || name
+            ELSE 'missing:' || name
+        END AS reason,
+        tier_rank,
+        at_attempt
+    FROM score_parts
+)
+SELECT
+    p.doc_id,
+    p.rule,
+    p.part_idx,
+    p.part_kind,
+    p.name,
+    p.state,
+    p.reason,
+    p.tier_rank,
+    p.at_attempt,
+    ap.pos AS attempt_pos
+FROM parts AS p
+LEFT JOIN attempt_positions AS ap ON ap.doc_id = p.doc_id AND ap.attempt_id = p.at_attempt;
+
+-- ---- sql/views/rule_events.sql ----
+-- rule_events: the excluded events each (run, rule) pair counts (SEMANTICS §6).
+--
+-- Purpose: a signal with kind 'event' whose name is in the rule's effective
+--   excludes_events (exact match; its value is ignored) counts when it is
+--   not observed after as_of, and the run has no ended_at, or the event has
+--   no time, or observed_at - ended_at <= window_days days (no lower bound:
+--   an event before the run ended counts). Differences are taken in whole
+--   microseconds (epoch_us), never as INTERVALs, whose comparison equates
+--   1 month with 30 days.
+-- Parameters: getvariable('ocp_as_of') through ocp_as_of().
+-- Output columns:
+--   doc_id BIGINT, rule VARCHAR
+--   sig_idx INTEGER       position of the event in run.signals
+--   name VARCHAR          the event name (reason late:NAME)
+--   tier_rank INTEGER     tier rank of the event
+--   observed_at TIMESTAMPTZ
+CREATE OR REPLACE VIEW rule_events AS
+SELECT
+    rr.doc_id,
+    rr.rule,
+    s.sig_idx,
+    s.name,
+    ocp_tier_rank(s.tier) AS tier_rank,
+    s.observed_at
+FROM run_rules AS rr
+INNER JOIN signals AS s ON s.doc_id = rr.doc_id
+WHERE
+    rr.problem IS NULL
+    AND s.kind = 'event'
+    AND list_contains(rr.excludes_events, s.name)
+    AND (s.observed_at IS NULL OR s.observed_at <= ocp_as_of())
+    AND (
+        rr.ended_at IS NULL
+        OR s.observed_at IS NULL
+        OR CAST(epoch_us(s.observed_at) AS HUGEINT) - epoch_us(rr.ended_at)
+        <= CAST(rr.window_days AS HUGEINT) * 86400000000
+    );
+
+-- ---- sql/views/acceptance.sql ----
+-- acceptance: the outcome of every run under its recorded rule and every alternative rule.
+--
+-- Purpose: the SQL twin of ocp_analytics.acceptance (SEMANTICS §6–§9); the
+--   two are held equal, field by field, by tests/property/test_sql_differential.py.
+--   Combining: no parts (empty requires, no score) gives unknown; any part
+--   failing gives rejected; all parts passing gives accepted; otherwise
+--   unknown. Then any counted excluded event gives rejected. A run with no
+--   recorded rule is unknown ['no_rule'], an unreadable one unknown
+--   ['invalid_rule'] (tier asserted, q 0.70, window closed).
+--   reasons: requires in rule order, then the score, then one late:NAME per
+--   counted event in run.signals order.
+--   tier: the weakest tier used (verdicts that passed or failed, the score
+--   used, counted events); asserted when nothing was used.
+--   accepted_*: only for accepted outcomes, from the deciding signal (latest
+--   verdict of each required name, score used) whose attempt comes last in
+--   attempt order; NULL when none names an attempt of the run.
+--   window_open: the rule is read, the run has an ended_at, the rule
+--   excludes at least one event name, and as_of < ended_at + window_days.
+-- Parameters: getvariable('ocp_as_of') through ocp_as_of() (now when unset);
+--   the rows of alternative_rules.
+-- Output columns (the names and types of the Python engine):
+--   run_id VARCHAR, rule VARCHAR ('recorded' or an alternative rule's name)
+--   outcome VARCHAR                 'accepted' | 'rejected' | 'unknown'
+--   reasons VARCHAR[]               e.g. ['failed:tests', 'late:revert']
+--   tier VARCHAR                    verified | reported | heuristic | asserted
+--   q DOUBLE                        0.98 | 0.95 | 0.80 | 0.70
+--   accepted_attempt VARCHAR        the attempt id at acceptance
+--   attempts_to_acceptance BIGINT   its 1-based position in attempt order
+--   accepted_attempt_n BIGINT       its n, or position within its node
+--   accepted_round BIGINT           its round
+--   window_open BOOLEAN             a late event can still turn the outcome
+--   as_of TIMESTAMPTZ               the instant events were judged at
+CREATE OR REPLACE VIEW acceptance AS
+WITH part_summary AS (
+    SELECT
+        doc_id,
+        rule,
+        count(*) AS n_parts,
+        bool_or(coalesce(state = 'fail', false)) AS any_fail,
+        bool_and(coalesce(state = 'pass', false)) AS all_pass,
+        list(reason ORDER BY part_idx) FILTER (WHERE reason IS NOT NULL) AS part_reasons,
+        max(tier_rank) FILTER (WHERE state IS NOT NULL) AS used_rank,
+        max(attempt_pos) AS last_pos
+    FROM rule_parts
+    GROUP BY doc_id, rule
+),
+event_summary AS (
+    SELECT
+        doc_id,
+        rule,
+        list('late:' || name ORDER BY sig_idx) AS event_reasons,
+        max(tier_rank) AS event_rank
+    FROM rule_events
+    GROUP BY doc_id, rule
+),
+judged AS (
+    SELECT
+        rr.doc_id,
+        rr.run_id,
+        rr.rule,
+        rr.problem,
+        rr.ended_at,
+        rr.excludes_events,
+        rr.window_days,
+        p.part_reasons,
+        p.last_pos,
+        e.event_reasons,
+        CASE
+            WHEN rr.problem IS NOT NULL THEN 'unknown'
+            WHEN e.event_reasons IS NOT NULL THEN 'rejected'
+            WHEN coalesce(p.n_parts, 0) = 0 THEN 'unknown'
+            WHEN p.any_fail THEN 'rejected'
+            WHEN p.all_pass THEN 'accepted'
+            ELSE 'unknown'
+        END AS outcome,
+        CASE WHEN rr.problem IS NULL THEN greatest(p.used_rank, e.event_rank) END AS tier_rank,
+        ocp_as_of() AS as_of
+    FROM run_rules AS rr
+    LEFT JOIN part_summary AS p ON p.doc_id = rr.doc_id AND p.rule = rr.rule
+    LEFT JOIN event_summary AS e ON e.doc_id = rr.doc_id AND e.rule = rr.rule
+)
+SELECT
+    j.run_id,
+    j.rule,
+    j.outcome,
+    CAST(
+        CASE
+            WHEN j.problem IS NOT NULL THEN [j.problem]
+            ELSE list_concat(coalesce(j.part_reasons, []), coalesce(j.event_reasons, []))
+        END AS VARCHAR[]
+    ) AS reasons,
+    ocp_tier_word(j.tier_rank) AS tier,
+    ocp_tier_q(j.tier_rank) AS q,
+    CASE WHEN j.outcome = 'accepted' THEN ap.attempt_id END AS accepted_attempt,
+    CAST(CASE WHEN j.outcome = 'accepted' THEN ap.pos END AS BIGINT) AS attempts_to_acceptance,
+    CAST(CASE WHEN j.outcome = 'accepted' THEN ap.n END AS BIGINT) AS accepted_attempt_n,
+    CAST(CASE WHEN j.outcome = 'accepted' THEN ap.round END AS BIGINT) AS accepted_round,
+    coalesce(
+        j.problem IS NULL
+        AND j.ended_at IS NOT NULL
+        AND len(j.excludes_events) > 0
+        AND CAST(epoch_us(j.as_of) AS HUGEINT)
+        < epoch_us(j.ended_at) + CAST(j.window_days AS HUGEINT) * 86400000000,
+        false
+    ) AS window_open,
+    CAST(j.as_of AS TIMESTAMPTZ) AS as_of
+FROM judged AS j
+LEFT JOIN attempt_positions AS ap ON ap.doc_id = j.doc_id AND ap.pos = j.last_pos;
+
+-- ---- sql/views/rates.sql ----
+-- rates: acceptance rates per rule over all runs (SEMANTICS §10).
+--
+-- Purpose: the SQL twin of ocp_analytics.rates(dataset, rules) with no
+--   grouping (rates_from with by = ()). For grouped rates see
+--   sql/queries/rates_by.sql and sql/queries/rates_by_label.sql.
+-- Parameters: those of acceptance (ocp_as_of, alternative_rules).
+-- Output columns, one row per rule, ordered by rule:
+--   rule VARCHAR
+--   runs, accepted, rejected, unknown BIGINT
+--   accept_rate DOUBLE          accepted / (accepted + rejected), NULL when none decided
+--   ci_low, ci_high DOUBLE      95 % Wilson interval on accept_rate (ocp_wilson)
+--   decided_share DOUBLE        (accepted + rejected) / runs
+--   attempts_mean DOUBLE        mean attempts_to_acceptance of accepted runs
+--   attempts_median DOUBLE      its median (quantile_cont 0.5: the mean of
+--                               the two middle values, as polars' median)
+--   first_attempt_share DOUBLE  share of accepted runs with attempts_to_acceptance = 1
+--                               among those with a known value; NULL when none
+--   provisional BIGINT          accepted runs whose window is still open
+--   as_of TIMESTAMPTZ
+CREATE OR REPLACE VIEW rates AS
+WITH counts AS (
+    SELECT
+        rule,
+        count(*) AS runs,
+        count(*) FILTER (WHERE outcome = 'accepted') AS accepted,
+        count(*) FILTER (WHERE outcome = 'rejected') AS rejected,
+        count(*) FILTER (WHERE outcome = 'unknown') AS unknown,
+        count(*) FILTER (WHERE outcome = 'accepted' AND window_open) AS provisional,
+        avg(attempts_to_acceptance) FILTER (WHERE outcome = 'accepted') AS attempts_mean,
+        quantile_cont(attempts_to_acceptance, 0.5) FILTER (WHERE outcome = 'accepted')
+            AS attempts_median,
+        count(attempts_to_acceptance) FILTER (WHERE outcome = 'accepted') AS with_attempts,
+        count(*) FILTER (WHERE outcome = 'accepted' AND attempts_to_acceptance = 1) AS at_first,
+        any_value(as_of) AS as_of
+    FROM acceptance
+    GROUP BY rule
+)
+SELECT
+    rule,
+    runs,
+    accepted,
+    rejected,
+    unknown,
+    CASE
+        WHEN accepted + rejected > 0 THEN CAST(accepted AS DOUBLE) / (accepted + rejected)
+    END AS accept_rate,
+    ocp_wilson(accepted, accepted + rejected, -1) AS ci_low,
+    ocp_wilson(accepted, accepted + rejected, 1) AS ci_high,
+    CAST(accepted + rejected AS DOUBLE) / runs AS decided_share,
+    attempts_mean,
+    attempts_median,
+    CASE
+        WHEN with_attempts > 0 THEN CAST(at_first AS DOUBLE) / with_attempts
+    END AS first_attempt_share,
+    provisional,
+    as_of
+FROM counts
+ORDER BY rule NULLS LAST;

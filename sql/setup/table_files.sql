@@ -1,0 +1,34 @@
+-- table_files: the committed Parquet parts of every table, as the variable ocp_files.
+--
+-- Purpose: read the commit records listed in ocp_batch_files and gather, per
+--   table, the part files they list (paths relative to the dataset folder).
+--   Each list starts with _schema/<table>.parquet, an empty file holding the
+--   table's schema, so a table with no committed part still has its columns.
+--   Parts on disk that no record lists (crash leftovers) are never read.
+--   The list is a snapshot: run setup again to see batches committed later.
+-- Parameters:
+--   getvariable('ocp_dataset')      VARCHAR, the dataset folder.
+--   getvariable('ocp_batch_files')  VARCHAR[], set by batch_files.sql.
+-- Output: variable ocp_files MAP(VARCHAR, VARCHAR[]): table name -> part
+--   files relative to the dataset folder, keys runs, attempts, signals,
+--   rules, artifacts, findings, quarantine.
+SET VARIABLE ocp_files = (
+    SELECT MAP {
+        'runs':       ['_schema/runs.parquet']       || coalesce(flatten(list(files.runs       ORDER BY seq)), []),
+        'attempts':   ['_schema/attempts.parquet']   || coalesce(flatten(list(files.attempts   ORDER BY seq)), []),
+        'signals':    ['_schema/signals.parquet']    || coalesce(flatten(list(files.signals    ORDER BY seq)), []),
+        'rules':      ['_schema/rules.parquet']      || coalesce(flatten(list(files.rules      ORDER BY seq)), []),
+        'artifacts':  ['_schema/artifacts.parquet']  || coalesce(flatten(list(files.artifacts  ORDER BY seq)), []),
+        'findings':   ['_schema/findings.parquet']   || coalesce(flatten(list(files.findings   ORDER BY seq)), []),
+        'quarantine': ['_schema/quarantine.parquet'] || coalesce(flatten(list(files.quarantine ORDER BY seq)), [])
+    }
+    FROM read_json(
+        -- the format marker is always present, so the list is never empty
+        [getvariable('ocp_dataset') || '/ocp-dataset.json'] || getvariable('ocp_batch_files'),
+        columns = {
+            seq: 'BIGINT',
+            files: 'STRUCT(runs VARCHAR[], attempts VARCHAR[], signals VARCHAR[], rules VARCHAR[], artifacts VARCHAR[], findings VARCHAR[], quarantine VARCHAR[])'
+        }
+    )
+    WHERE files IS NOT NULL
+);
