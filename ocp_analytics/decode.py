@@ -28,8 +28,9 @@ from ocp_analytics.schemas import DOCUMENT_DTYPE
 SUBCHUNK = 2000
 
 # Shapes polars would accept silently but wrongly: a boolean or a quoted
-# number as a signal value (its JSON type matters), a scalar where a list is
-# declared (polars wraps it), a boolean in a numeric field (read as 1.0).
+# number as a signal value (its JSON type matters), a boolean in a numeric
+# field (read as 1.0). (A scalar or object where a list of objects is
+# declared makes polars fail, so the bisection finds it.)
 _NUMERIC_KEYS = (
     "target|n|round|usd|input_tokens|cached_input_tokens|"
     "cache_creation_tokens|output_tokens|reasoning_tokens"
@@ -53,7 +54,6 @@ def _string_keys(dtype: Any, out: set[str]) -> set[str]:
 _STRING_KEYS = "|".join(sorted(_string_keys(DOCUMENT_DTYPE, set())))
 PREFILTER = (
     r'"value"\s*:\s*(?:true|false|"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")'
-    r'|"(?:signals|attempts|artifacts)"\s*:\s*[^\[\sn]'
     rf'|"(?:{_NUMERIC_KEYS})"\s*:\s*(?:true|false)'
     rf'|"(?:{_STRING_KEYS})"\s*:\s*[-0-9tf]'
 )

@@ -9,7 +9,6 @@ null, never guessed; documents that are not readable runs become rows of
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -290,22 +289,18 @@ def _artifacts(docs: pl.DataFrame) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
     return _cast(art, "artifacts"), _ts_findings(art, "first_write_at_raw", path)
 
 
-def _labels_of(text: str | None) -> tuple[list[tuple[str, str]] | None, str | None]:
-    """Labels JSON text → (key, value) pairs, and a problem message if any."""
-    if text is None:
+def _labels_of(obj: Any) -> tuple[list[dict[str, str]] | None, str | None]:
+    """``run.labels`` → key/value entries, and a problem message if any."""
+    if obj is None:
         return None, None
-    try:
-        obj = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return None, "labels must be an object of strings"
     if not isinstance(obj, dict):
         return None, "labels must be an object of strings"
     pairs, dropped = [], []
     for k, v in obj.items():
         if isinstance(v, str):
-            pairs.append((k, v))
+            pairs.append({"key": k, "value": v})
         elif isinstance(v, bool | int | float):
-            pairs.append((k, orjson.dumps(v).decode()))
+            pairs.append({"key": k, "value": orjson.dumps(v).decode()})
         elif v is not None:
             dropped.append(k)
     problem = f"label value(s) {', '.join(dropped)} are not strings; dropped" if dropped else None
@@ -313,42 +308,13 @@ def _labels_of(text: str | None) -> tuple[list[tuple[str, str]] | None, str | No
 
 
 _LABELS_DTYPE = pl.List(pl.Struct({"key": pl.String, "value": pl.String}))
+_NO_RULE: dict[str, Any] = {"has_rule": False, "problems": None}
 
 
-def _by_unique_text(
-    docs: pl.DataFrame,
-    json_path: str,
-    read: Callable[[str | None], dict[str, Any]],
-    dtypes: dict[str, Any],
-) -> pl.DataFrame:
-    """Read one small JSON member per document, once per distinct text."""
-    texts = docs.select("doc_id", pl.col("text").str.json_path_match(json_path).alias("_t"))
-    uniq = texts.get_column("_t").unique().to_list()
-    rows = [read(t) for t in uniq]
-    table = pl.DataFrame(
-        {
-            "_t": pl.Series(uniq, dtype=pl.String),
-            **{k: pl.Series([r.get(k) for r in rows], dtype=d) for k, d in dtypes.items()},
-        }
-    )
-    return texts.join(table, on="_t", how="left", nulls_equal=True).drop("_t")
-
-
-def _read_labels(text: str | None) -> dict[str, Any]:
-    pairs, problem = _labels_of(text)
-    return {
-        "labels": None if pairs is None else [{"key": k, "value": v} for k, v in pairs],
-        "labels_problem": problem,
-    }
-
-
-def _read_rule(text: str | None) -> dict[str, Any]:
-    if text is None:
-        return {"has_rule": False, "problems": None}
-    try:
-        obj = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        obj = text  # json_path_match gives a string member without its quotes
+def _rule_of(obj: Any) -> dict[str, Any]:
+    """``run.acceptance_rule`` → a rules-table row with its problems."""
+    if obj is None:
+        return _NO_RULE
     row = rule_row(obj)
     problems = [
         {"path": "$.run.acceptance_rule" + p.path, "message": p.message}
@@ -374,9 +340,58 @@ _RULE_DTYPES: dict[str, Any] = {
 }
 
 
-def _rules(docs: pl.DataFrame) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
-    read = _by_unique_text(docs, "$.run.acceptance_rule", _read_rule, _RULE_DTYPES)
-    rules = read.filter(pl.col("has_rule")).join(docs.select("doc_id", "run_id"), on="doc_id")
+def _side_members(docs: pl.DataFrame) -> pl.DataFrame:
+    """``run.labels`` and ``run.acceptance_rule`` of each document.
+
+    Both are free-form (free keys; a rule's defects must mark it invalid, not
+    fail the document), so they are pulled out as JSON text in one pass
+    (DuckDB's ``json_extract`` with two paths parses each document once) and
+    each distinct text is read and validated once in Python.
+    """
+    import duckdb
+
+    texts = docs.select("doc_id", "text").to_arrow()
+    con = duckdb.connect()
+    con.register("texts", texts)
+    members = con.sql(
+        "SELECT doc_id, x[1]::VARCHAR AS labels_json, x[2]::VARCHAR AS rule_json FROM "
+        "(SELECT doc_id, json_extract(text, ['$.run.labels', '$.run.acceptance_rule']) AS x "
+        "FROM texts)"
+    ).pl()
+    con.close()
+    label_texts = members.get_column("labels_json").unique().to_list()
+    label_rows = [_labels_of(None if t is None else orjson.loads(t)) for t in label_texts]
+    labels = pl.DataFrame(
+        {
+            "labels_json": pl.Series(label_texts, dtype=pl.String),
+            "labels": pl.Series([r[0] for r in label_rows], dtype=_LABELS_DTYPE),
+            "labels_problem": pl.Series([r[1] for r in label_rows], dtype=pl.String),
+        }
+    )
+    rule_texts = members.get_column("rule_json").unique().to_list()
+    rule_rows = [_rule_of(None if t is None else orjson.loads(t)) for t in rule_texts]
+    rules = pl.DataFrame(
+        {
+            "rule_json": pl.Series(rule_texts, dtype=pl.String),
+            **{
+                k: pl.Series([r.get(k) for r in rule_rows], dtype=d)
+                for k, d in _RULE_DTYPES.items()
+            },
+        }
+    )
+    return (
+        members.join(labels, on="labels_json", how="left", nulls_equal=True)
+        .join(rules, on="rule_json", how="left", nulls_equal=True)
+        .drop("labels_json", "rule_json")
+    )
+
+
+def _rules(docs: pl.DataFrame, side: pl.DataFrame) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
+    rules = (
+        side.drop("labels", "labels_problem")
+        .filter(pl.col("has_rule"))
+        .join(docs.select("doc_id", "run_id"), on="doc_id")
+    )
     problems = (
         rules.select("run_id", "doc_id", "problems")
         .explode("problems")
@@ -394,13 +409,11 @@ def _rules(docs: pl.DataFrame) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
 
 
 def _runs(
-    docs: pl.DataFrame, meta: ChunkMeta, batch_id: str
+    docs: pl.DataFrame, side: pl.DataFrame, meta: ChunkMeta, batch_id: str
 ) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
     run = pl.col("doc").struct.field("run")
     task = run.struct.field("task")
-    labels = _by_unique_text(
-        docs, "$.run.labels", _read_labels, {"labels": _LABELS_DTYPE, "labels_problem": pl.String}
-    )
+    labels = side.select("doc_id", "labels", "labels_problem")
     runs = (
         docs.join(labels, on="doc_id", how="left")
         .with_columns(
@@ -504,8 +517,9 @@ def build_tables(dec: Decoded, meta: ChunkMeta, doc_id_base: int, batch_id: str)
             dtype=pl.String,
         ),
     )
-    runs, found = _runs(docs, meta, batch_id)
-    rules, f_rules = _rules(docs)
+    side = _side_members(docs)
+    runs, found = _runs(docs, side, meta, batch_id)
+    rules, f_rules = _rules(docs, side)
     runs = runs.join(
         rules.select("doc_id", pl.col("name").alias("rule_name")), on="doc_id", how="left"
     )
