@@ -374,15 +374,11 @@ def _build_world() -> dict[str, Any]:
                 ("+09:00", 5),
             ]
         ),
-        "sig_offsets": _table(
-            [(None, 55), ("Z", 25), ("+00:00", 8), ("+05:30", 6), ("-07:00", 6)]
-        ),
+        "sig_offsets": _table([(None, 55), ("Z", 25), ("+00:00", 8), ("+05:30", 6), ("-07:00", 6)]),
         "sig_frac": _table([(0, 50), (3, 25), (6, 20), (9, 5)]),
         "att_frac": _table([(0, 80), (3, 12), (6, 8)]),
         "envs": _table([("ci", 35), ("dev", 30), ("staging", 20), ("prod", 15)]),
-        "triggers": _table(
-            [("backlog", 40), ("manual", 30), ("schedule", 15), ("webhook", 15)]
-        ),
+        "triggers": _table([("backlog", 40), ("manual", 30), ("schedule", 15), ("webhook", 15)]),
     }
 
 
@@ -591,9 +587,7 @@ def _attempts(
 class _AttemptMaker:
     """Builds attempt dicts, keeping n per node and a (node, start, end) timeline."""
 
-    def __init__(
-        self, ctx: dict[str, Any], settings: dict[str, tuple[Any, ...]]
-    ) -> None:
+    def __init__(self, ctx: dict[str, Any], settings: dict[str, tuple[Any, ...]]) -> None:
         self.r = ctx["r"]
         self.off = ctx["off"]
         self.frac = ctx["att_frac"]
@@ -753,11 +747,7 @@ def _signals(
         if node == "test":
             tier = "verified" if r() < 0.7 else "reported"
         else:
-            tier = (
-                "reported"
-                if r() < 0.8
-                else ("asserted" if name == "review" else "heuristic")
-            )
+            tier = "reported" if r() < 0.8 else ("asserted" if name == "review" else "heuristic")
         t = end + 3 + int(r() * 57)
         out.append(_signal(ctx, "verdict", name, value, t, tier, _ORCH, a["id"]))
     _ci_tests(ctx, out, attempts, timeline, success)
@@ -775,11 +765,7 @@ def _signals(
     while len(out) < 2:
         quality = round(r(), 3) if r() < 0.5 else None
         t = t_last + 120
-        out.append(
-            _signal(
-                ctx, "score", "quality", quality, t, "asserted", _USER, None, _FRACTION
-            )
-        )
+        out.append(_signal(ctx, "score", "quality", quality, t, "asserted", _USER, None, _FRACTION))
     if r() < 0.9:
         out.sort(key=_sig_time)
     del out[12:]
@@ -822,25 +808,17 @@ def _ci_tests(
         t = (timeline[i][2] or 0) + 30 + int(r() * 570)
         src = {"kind": "ci", "ref": f"ci/run/{1000 + int(r() * 900_000)}"}
         tier = "verified" if r() < 0.85 else "reported"
-        out.append(
-            _signal(ctx, "verdict", "tests", value, t, tier, src, attempts[i]["id"])
-        )
+        out.append(_signal(ctx, "verdict", "tests", value, t, tier, src, attempts[i]["id"]))
 
 
-def _scores(
-    ctx: dict[str, Any], out: list[_Sig], team: str, success: bool, last: str
-) -> None:
+def _scores(ctx: dict[str, Any], out: list[_Sig], team: str, success: bool, last: str) -> None:
     r = ctx["r"]
     t_end, t_last = ctx["t_end"], ctx["t_last"]
     value: float | None
     if t_end is not None and r() < 0.92:
         unit = _RUNTIME_LOG if r() < 0.5 else _RUNTIME
         value = float(t_end - ctx["t0"])
-        out.append(
-            _signal(
-                ctx, "score", "runtime_s", value, t_end, "verified", _ORCH, None, unit
-            )
-        )
+        out.append(_signal(ctx, "score", "runtime_s", value, t_end, "verified", _ORCH, None, unit))
     if team == "perf" or r() < 0.04:
         delta = 1 + r() * 600
         value = round(2400 + delta if success else 2400 - delta, 1)
@@ -849,23 +827,13 @@ def _scores(
         if r() < 0.08:
             value = None  # declared, not measured yet
         elif r() < 0.1:  # measured, then declared again and not yet measured
-            out.append(
-                _signal(
-                    ctx, "score", "bench_score", value, t, tier, _BENCH, last, _POINTS
-                )
-            )
+            out.append(_signal(ctx, "score", "bench_score", value, t, tier, _BENCH, last, _POINTS))
             value, t = None, t + 600
-        out.append(
-            _signal(ctx, "score", "bench_score", value, t, tier, _BENCH, last, _POINTS)
-        )
+        out.append(_signal(ctx, "score", "bench_score", value, t, tier, _BENCH, last, _POINTS))
     if r() < 0.12:
         value = round(0.3 + 0.7 * r(), 3) if r() < 0.65 else None
         t = t_last + 600 + int(r() * 7200)
-        out.append(
-            _signal(
-                ctx, "score", "quality", value, t, "asserted", _USER, None, _FRACTION
-            )
-        )
+        out.append(_signal(ctx, "score", "quality", value, t, "asserted", _USER, None, _FRACTION))
 
 
 _EVENTS = (
@@ -895,10 +863,8 @@ def _events(ctx: dict[str, Any], out: list[_Sig]) -> None:
     for name, p, src_kind, tier in _EVENTS:
         if r() >= p:
             continue
-        if r() < 0.7:
-            t = base + int(r() * 14 * _DAY)
-        else:
-            t = base + 14 * _DAY + int(r() * 46 * _DAY)
+        in_window = r() < 0.7
+        t = base + int(r() * 14 * _DAY) if in_window else base + 14 * _DAY + int(r() * 46 * _DAY)
         if t > _HORIZON:
             continue  # not observed yet when the documents were recorded
         value = _event_value(r, name)
@@ -912,9 +878,7 @@ def _nodes(shape: str, attempts: list[dict[str, Any]]) -> list[dict[str, Any]]:
         state[a["node"]] = a["status"]
     pre, body, gate, _ = _SHAPES[shape]
     order = list(pre) + [n for n, _ in body] + ([gate] if gate else [])
-    return [
-        {"id": n, "kind": _NODES[n][0], "state": state[n]} for n in order if n in state
-    ]
+    return [{"id": n, "kind": _NODES[n][0], "state": state[n]} for n in order if n in state]
 
 
 def _commit_artifact(
@@ -1041,9 +1005,7 @@ def _apply_case(
         t0 = ctx["t0"]
         t = t0 + 1 + int(r() * ((ctx["t_end"] or ctx["t_last"]) - t0 - 1))
         value = _event_value(r, name)
-        sig = _signal(
-            ctx, "event", name, value, t, "reported", {"kind": "tracker", "ref": value}
-        )
+        sig = _signal(ctx, "event", name, value, t, "reported", {"kind": "tracker", "ref": value})
         sig[3]["id"] = f"sig_{len(signals) + 1:02d}"
         if case == "event_without_time":
             del sig[3]["observed_at"]
@@ -1060,9 +1022,7 @@ def _apply_case(
         return True
     if case == "dangling_at_attempt" and verdicts:
         s = sigs[verdicts[int(r() * len(verdicts))]][3]
-        s["at_attempt"] = (
-            "deploy.a1" if r() < 0.5 else f"{timeline[0][0]}.a{len(timeline) + 7}"
-        )
+        s["at_attempt"] = "deploy.a1" if r() < 0.5 else f"{timeline[0][0]}.a{len(timeline) + 7}"
         return True
     if case == "attempt_without_start":
         a = doc["attempts"][int(r() * len(doc["attempts"]))]
@@ -1074,9 +1034,7 @@ def _apply_case(
 # Public API.
 
 
-def generate_documents(
-    n: int, seed: int = 0, start: int = 0
-) -> Iterator[dict[str, Any]]:
+def generate_documents(n: int, seed: int = 0, start: int = 0) -> Iterator[dict[str, Any]]:
     """Yield the documents ``start`` .. ``start + n - 1`` of the stream ``seed``.
 
     Each document depends only on ``(seed, index)``, so slices of the stream
@@ -1102,9 +1060,7 @@ def generate_documents(
     ('0.3', {'profile': 'metadata_only'})
     """
     if n < 0 or start < 0 or seed < 0:
-        raise ValueError(
-            f"n, seed and start must be >= 0; got n={n}, seed={seed}, start={start}"
-        )
+        raise ValueError(f"n, seed and start must be >= 0; got n={n}, seed={seed}, start={start}")
     rng = random.Random()
     for index in range(start, start + n):
         yield _document(seed, index, rng)
@@ -1122,9 +1078,7 @@ def _write_chunk(job: tuple[Path, int, int, int, bool]) -> tuple[Path, int, int,
             gc.enable()
 
 
-def _write_part(
-    path: Path, seed: int, start: int, n: int, gz: bool
-) -> tuple[Path, int, int, int]:
+def _write_part(path: Path, seed: int, start: int, n: int, gz: bool) -> tuple[Path, int, int, int]:
     dumps = orjson.dumps
     opt = orjson.OPT_APPEND_NEWLINE
     raw = 0
@@ -1156,9 +1110,7 @@ def _write(
     out_dir: Path, n: int, seed: int, chunk_docs: int, gzip: bool, workers: int
 ) -> list[tuple[Path, int, int, int]]:
     if chunk_docs < 1 or workers < 1:
-        raise ValueError(
-            f"chunk_docs and workers must be >= 1; got {chunk_docs}, {workers}"
-        )
+        raise ValueError(f"chunk_docs and workers must be >= 1; got {chunk_docs}, {workers}")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     suffix = ".ndjson.gz" if gzip else ".ndjson"
@@ -1217,14 +1169,10 @@ _ALT_SCORES = (
 
 
 def _alt_rule(rr: random.Random, k: int) -> dict[str, Any]:
-    requires = [
-        v for v in _ALT_VERDICTS if rr.random() < (0.8 if v == "tests" else 0.3)
-    ]
+    requires = [v for v in _ALT_VERDICTS if rr.random() < (0.8 if v == "tests" else 0.3)]
     score = None
     if not requires or rr.random() < 0.3:
-        name, better, scale, lo, hi, digits = _ALT_SCORES[
-            rr.randrange(len(_ALT_SCORES))
-        ]
+        name, better, scale, lo, hi, digits = _ALT_SCORES[rr.randrange(len(_ALT_SCORES))]
         target = round(lo + (hi - lo) * rr.random(), digits)
         score = {
             "name": name,
@@ -1288,9 +1236,7 @@ def write_rules(path: Path, k: int, seed: int = 0) -> Path:
     lines = [f"# {k} alternative acceptance rules, seed {seed}"]
     for rule in rules:
         lines += ["", "[[rule]]"]
-        lines += [
-            f"{key} = {_toml_value(v)}" for key, v in rule.items() if key != "score"
-        ]
+        lines += [f"{key} = {_toml_value(v)}" for key, v in rule.items() if key != "score"]
         if rule["score"] is not None:
             lines.append("[rule.score]")
             lines += [f"{key} = {_toml_value(v)}" for key, v in rule["score"].items()]
@@ -1313,18 +1259,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--gzip", action="store_true", help="write .ndjson.gz")
     p.add_argument("--chunk-docs", type=int, default=100_000, help="documents per file")
     p.add_argument("--workers", type=int, default=1, help="worker processes")
-    p.add_argument(
-        "--rules", type=int, default=0, help="also write K alternative rules"
-    )
+    p.add_argument("--rules", type=int, default=0, help="also write K alternative rules")
     p.add_argument("--rules-out", type=Path, help="rules file (.toml or .json)")
     args = p.parse_args(argv)
     if args.rules and args.rules_out is None:
         p.error("--rules needs --rules-out")
 
     t = time.perf_counter()
-    stats = _write(
-        args.out, args.docs, args.seed, args.chunk_docs, args.gzip, args.workers
-    )
+    stats = _write(args.out, args.docs, args.seed, args.chunk_docs, args.gzip, args.workers)
     secs = time.perf_counter() - t
     docs = sum(s[1] for s in stats)
     raw = sum(s[2] for s in stats)
@@ -1335,10 +1277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"documents: {docs:,}")
     print(f"bytes: {disk:,} on disk, {raw:,} uncompressed")
     print(f"mean document: {raw / max(docs, 1):,.0f} bytes")
-    print(
-        f"time: {secs:.1f} s, {docs / max(secs, 1e-9):,.0f} docs/s"
-        f" (workers={args.workers})"
-    )
+    print(f"time: {secs:.1f} s, {docs / max(secs, 1e-9):,.0f} docs/s (workers={args.workers})")
     if args.rules:
         path = write_rules(args.rules_out, args.rules, args.seed)
         print(f"rules: {args.rules} to {path}")

@@ -270,7 +270,8 @@ def _attempts(docs: pl.DataFrame) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
         "att_idx",
     )
     path = lambda f: pl.format("$.attempts[{}]" + f, pl.col("att_idx"))  # noqa: E731
-    found += found_cost + [
+    found += [
+        *found_cost,
         *_ts_findings(att, "started_at_raw", path(".started_at")),
         *_ts_findings(att, "ended_at_raw", path(".ended_at")),
         _enum_finding(att, "status", S.ATTEMPT_STATUSES, path(".status")),

@@ -23,9 +23,7 @@ from benchmarks.generate import (  # noqa: E402
     write_rules,
 )
 
-TIMESTAMP = re.compile(
-    r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$"
-)
+TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
 VERDICTS = {"accept", "reject", "pass", "fail", "error"}
 
 
@@ -60,9 +58,7 @@ def test_different_seed_gives_different_documents(tmp_path: Path) -> None:
 @pytest.mark.parametrize("gz", [False, True])
 def test_worker_count_does_not_change_output(tmp_path: Path, gz: bool) -> None:
     one = write_ndjson(tmp_path / "one", 1200, seed=9, chunk_docs=300, gzip=gz)
-    two = write_ndjson(
-        tmp_path / "two", 1200, seed=9, chunk_docs=300, gzip=gz, workers=2
-    )
+    two = write_ndjson(tmp_path / "two", 1200, seed=9, chunk_docs=300, gzip=gz, workers=2)
     assert [p.name for p in one] == [p.name for p in two]
     assert read_bytes(one) == read_bytes(two)
 
@@ -102,11 +98,7 @@ def test_documents_are_realistic_and_sometimes_awkward() -> None:
     teams = {d["run"]["labels"]["team"] for d in plain}
     assert len(teams) == 8
     assert 0.01 <= sum("ended_at" not in d["run"] for d in plain) / len(plain) <= 0.06
-    assert (
-        0.005
-        <= sum("acceptance_rule" not in d["run"] for d in plain) / len(plain)
-        <= 0.04
-    )
+    assert 0.005 <= sum("acceptance_rule" not in d["run"] for d in plain) / len(plain) <= 0.04
     for d in plain:
         attempt_ids = {a["id"] for a in d["attempts"]}
         for s in d["run"]["signals"]:
@@ -136,23 +128,16 @@ def test_rules_toml_parses_with_unique_names(tmp_path: Path) -> None:
         else:
             assert rule["requires"]
     assert any("score" in r for r in rules)
-    assert (
-        write_rules(tmp_path / "again.toml", 40, seed=2).read_bytes()
-        == path.read_bytes()
-    )
+    assert write_rules(tmp_path / "again.toml", 40, seed=2).read_bytes() == path.read_bytes()
 
 
 def test_rules_json_is_a_list_of_acceptance_rules(tmp_path: Path) -> None:
-    rules = json.loads(
-        write_rules(tmp_path / "rules.json", 12).read_text(encoding="utf-8")
-    )
+    rules = json.loads(write_rules(tmp_path / "rules.json", 12).read_text(encoding="utf-8"))
     assert len({r["name"] for r in rules}) == 12
     assert all(set(r) >= {"name", "definition", "requires", "score"} for r in rules)
 
 
-def test_cli_writes_files_and_reports(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_cli_writes_files_and_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "docs"
     rules = tmp_path / "rules.toml"
     argv = ["--docs", "300", "--seed", "1", "--out", str(out), "--chunk-docs", "100"]
@@ -160,7 +145,5 @@ def test_cli_writes_files_and_reports(
     printed = capsys.readouterr().out
     assert "documents: 300" in printed
     assert "mean document:" in printed
-    assert sorted(p.name for p in out.iterdir()) == [
-        f"part-0000{k}.ndjson" for k in range(3)
-    ]
+    assert sorted(p.name for p in out.iterdir()) == [f"part-0000{k}.ndjson" for k in range(3)]
     assert len(tomllib.loads(rules.read_text(encoding="utf-8"))["rule"]) == 5
