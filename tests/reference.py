@@ -303,11 +303,7 @@ def score_part(signals: list[Signal], score: dict) -> Part:
     ``below_target:NAME``. ``scale`` plays no part.
     """
     name, target, better = score["name"], score["target"], score["better"]
-    numeric = [
-        s
-        for s in signals
-        if s.kind == "score" and s.name == name and _is_number(s.value)
-    ]
+    numeric = [s for s in signals if s.kind == "score" and s.name == name and _is_number(s.value)]
     found = latest(numeric)
     if found is None:
         return Part(UNKNOWN, f"missing:{name}", None)

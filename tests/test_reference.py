@@ -134,9 +134,7 @@ def test_full_fields_under_alternative_rule_with_issue_event():
 
 
 def test_parse_ts_zulu_and_offset_are_the_same_instant():
-    assert parse_ts("2026-09-23T10:53:00-07:00") == datetime(
-        2026, 9, 23, 17, 53, tzinfo=UTC
-    )
+    assert parse_ts("2026-09-23T10:53:00-07:00") == datetime(2026, 9, 23, 17, 53, tzinfo=UTC)
     assert parse_ts("2026-09-23T17:53:00Z") == parse_ts("2026-09-23T23:23:00+05:30")
     assert parse_ts("2026-09-23T17:53:00+00:00").tzinfo == UTC
 
@@ -296,18 +294,13 @@ def test_window_days_zero_keeps_zero():
 
 
 def test_duplicate_requires_count_once():
-    result = run_rule(
-        [verdict("review", "pass")], requires=["tests", "review", "tests"]
-    )
+    result = run_rule([verdict("review", "pass")], requires=["tests", "review", "tests"])
     assert result["reasons"] == ["missing:tests"]
 
 
 def test_empty_excludes_means_no_event_counts():
     signals = [verdict("tests", "pass"), event("revert")]
-    assert (
-        run_rule(signals, requires=["tests"], excludes_events=[])["outcome"]
-        == "accepted"
-    )
+    assert run_rule(signals, requires=["tests"], excludes_events=[])["outcome"] == "accepted"
 
 
 # ---------------------------------------------------------------- §4 latest
@@ -375,9 +368,7 @@ def test_kind_and_name_match_case_sensitively():
 
 
 def test_wrong_type_fields_read_as_absent():
-    signals = [
-        {"kind": ["verdict"], "name": "tests", "value": "pass", "observed_at": T1}
-    ]
+    signals = [{"kind": ["verdict"], "name": "tests", "value": "pass", "observed_at": T1}]
     assert run_rule(signals, requires=["tests"])["reasons"] == ["missing:tests"]
 
 

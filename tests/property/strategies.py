@@ -101,9 +101,7 @@ def as_of_instants() -> st.SearchStrategy[datetime]:
     shifted = st.builds(
         lambda t, d: t + d,
         st.sampled_from(INSTANTS),
-        st.sampled_from(
-            (timedelta(microseconds=-1), timedelta(hours=1), timedelta(days=3))
-        ),
+        st.sampled_from((timedelta(microseconds=-1), timedelta(hours=1), timedelta(days=3))),
     )
     anywhere = st.datetimes(
         min_value=datetime(2026, 9, 1),
@@ -206,9 +204,7 @@ _VALUES_BY_KIND = {
 
 
 @st.composite
-def signals(
-    draw, attempt_ids: list[str], kind: object = _MISSING, name: object = _MISSING
-):
+def signals(draw, attempt_ids: list[str], kind: object = _MISSING, name: object = _MISSING):
     """One signal dict without its ``id``. With ``kind``/``name`` left out
     they are drawn too, and the element is now and then not a dict at all."""
     if kind is _MISSING:
@@ -250,9 +246,7 @@ def signal_lists(draw, attempt_ids: list[str]) -> list:
             if draw(st.integers(0, 4)):
                 out.append(draw(signals(attempt_ids, kind, name)))
     out = draw(st.permutations(out))
-    return [
-        {"id": f"sig_{i}", **s} if isinstance(s, dict) else s for i, s in enumerate(out)
-    ]
+    return [{"id": f"sig_{i}", **s} if isinstance(s, dict) else s for i, s in enumerate(out)]
 
 
 # ----------------------------------------------------------------- attempts
@@ -378,9 +372,7 @@ def recorded_rules(draw):
 def alternative_rules() -> st.SearchStrategy[list[dict]]:
     """1–6 valid rules named alt_1, alt_2, … (never "recorded")."""
     return st.integers(1, 6).flatmap(
-        lambda k: st.tuples(*(valid_rules(name=f"alt_{i + 1}") for i in range(k))).map(
-            list
-        )
+        lambda k: st.tuples(*(valid_rules(name=f"alt_{i + 1}") for i in range(k))).map(list)
     )
 
 
@@ -423,13 +415,9 @@ def documents(draw) -> dict:
 
 
 def _with_run_ids(docs: list[dict]) -> list[dict]:
-    return [
-        {**doc, "run": {**doc["run"], "id": f"run_{i}"}} for i, doc in enumerate(docs)
-    ]
+    return [{**doc, "run": {**doc["run"], "id": f"run_{i}"}} for i, doc in enumerate(docs)]
 
 
 def document_batches(min_size: int = 1, max_size: int = 20) -> st.SearchStrategy:
     """Lists of documents whose run ids are unique: run_0, run_1, …"""
-    return st.lists(documents(), min_size=min_size, max_size=max_size).map(
-        _with_run_ids
-    )
+    return st.lists(documents(), min_size=min_size, max_size=max_size).map(_with_run_ids)
