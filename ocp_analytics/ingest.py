@@ -26,7 +26,7 @@ from ocp_analytics.exceptions import StrictIngestError, hint
 from ocp_analytics.sources import ReadProblem, Source, find_sources, read_chunks
 from ocp_analytics.tables import ChunkMeta, ChunkTables, build_tables, quarantine_frame, to_arrow
 
-CHUNK_DOCS = 50_000
+CHUNK_DOCS = 20_000
 COMMIT_DOCS = 1_000_000
 
 
