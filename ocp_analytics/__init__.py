@@ -10,9 +10,10 @@ from ocp_analytics.exceptions import (
     SourceError,
     StrictIngestError,
 )
-from ocp_analytics.ingest import IngestSummary, ingest
+from ocp_analytics.ingest import IngestSummary, ingest, read_documents
 from ocp_analytics.rates import compare, label, rates
 from ocp_analytics.rules import Rule, ScoreTarget, read_rules_file
+from ocp_analytics.sql import connect, run_query
 
 __version__ = "0.1.0"
 
@@ -30,9 +31,12 @@ __all__ = [
     "__version__",
     "acceptance",
     "compare",
+    "connect",
     "ingest",
     "label",
     "rates",
+    "read_documents",
     "read_rules_file",
+    "run_query",
     "scan_dataset",
 ]

@@ -346,6 +346,24 @@ def read_rules_file(path: str | Path) -> list[Rule]:
     return [rule_from_object(o, where=f"{p}: rule #{i + 1}") for i, o in enumerate(items)]
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _check_names(rule: Rule) -> None:
+    names = [rule.name, *(rule.requires or ()), *(rule.excludes_events or ())]
+    if rule.score is not None:
+        names.append(rule.score.name)
+    for n in names:
+        if _CONTROL.search(n):
+            raise RuleError(
+                hint(
+                    f"rule {rule.name!r}: the name {n!r} contains a control character.",
+                    "signal and rule names are plain text; remove tabs, newlines and "
+                    "other control characters.",
+                )
+            )
+
+
 def resolve_rules(rules: Rule | str | Path | Iterable[Rule | str] | None) -> list[Rule]:
     """Normalise the ``rules`` argument of the API into unique, valid rules.
 
@@ -381,6 +399,7 @@ def resolve_rules(rules: Rule | str | Path | Iterable[Rule | str] | None) -> lis
                     "rename the rule.",
                 )
             )
+        _check_names(r)
         if r.name in seen:
             raise RuleError(hint(f"two rules are named {r.name!r}.", "rule names must be unique."))
         seen.add(r.name)

@@ -125,9 +125,7 @@ def setup_script() -> str:
     root = sql_files()
     parts = [SETUP_HEADER]
     for name in SETUP_FILES:
-        parts.append(
-            f"\n-- ---- sql/{name} ----\n{(root / name).read_text().rstrip()}\n"
-        )
+        parts.append(f"\n-- ---- sql/{name} ----\n{(root / name).read_text().rstrip()}\n")
     return "".join(parts)
 
 

@@ -14,8 +14,19 @@
 CREATE OR REPLACE MACRO ocp_all_versions(table_name) AS TABLE
 SELECT *
 FROM read_parquet(
-    list_transform(
-        getvariable('ocp_files')[table_name],
-        lambda part: getvariable('ocp_dataset') || '/' || part
-    )
+    CASE
+        WHEN getvariable('ocp_files') IS NULL THEN error(
+            'the ocp-analytics views are not set up in this session. Hint: run '
+            || 'SET VARIABLE ocp_dataset = ''/path/to/dataset''; then .read sql/setup.sql '
+            || '(DuckDB variables last one session, even in a database file).'
+        )
+        WHEN getvariable('ocp_files')[table_name] IS NULL THEN error(
+            'ocp_all_versions: no table ' || table_name || '. Hint: use runs, attempts, '
+            || 'signals, rules, artifacts, findings or quarantine.'
+        )
+        ELSE list_transform(
+            getvariable('ocp_files')[table_name],
+            lambda part: getvariable('ocp_dataset') || '/' || part
+        )
+    END
 );
