@@ -50,9 +50,7 @@ def _ingest(docs: list[dict], root: Path) -> Path:
     return root / "ds"
 
 
-def _doc(
-    run_id: str, rule: Any = None, signals: list[dict] | None = None, **run: Any
-) -> dict:
+def _doc(run_id: str, rule: Any = None, signals: list[dict] | None = None, **run: Any) -> dict:
     body: dict[str, Any] = {
         "id": run_id,
         "started_at": "2026-09-23T17:00:00Z",
@@ -100,9 +98,7 @@ def _same(got: Any, want: Any) -> bool:
 def _rules(items: list[Any] | None) -> list[Rule | str] | None:
     if items is None:
         return None
-    return [
-        rule_from_object(r, where="case") if isinstance(r, dict) else r for r in items
-    ]
+    return [rule_from_object(r, where="case") if isinstance(r, dict) else r for r in items]
 
 
 def _case_files() -> list[Path]:
@@ -163,9 +159,7 @@ def _engine_rows(case: dict, ds: Path) -> list[dict]:
         ).collect()
     elif kind == "queries/rates_by_label.sql":
         key = variables["ocp_label"]
-        frame = oa.rates(
-            ds, rules, by=f"label.{key}", min_tier=min_tier, as_of=as_of
-        ).collect()
+        frame = oa.rates(ds, rules, by=f"label.{key}", min_tier=min_tier, as_of=as_of).collect()
         frame = frame.rename({f"label.{key}": "label_value"})
         frame = frame.select(pl.lit(key).alias("label_key"), pl.all())
     else:
@@ -183,9 +177,7 @@ def test_literal_case_agrees_with_engine(case_file: Path, tmp_path: Path) -> Non
     for got_row, want_row in zip(rows, case["expected"], strict=True):
         assert list(got_row) == list(want_row)
         for col, value in want_row.items():
-            assert _same(got_row[col], value), (
-                f"{case_file.name} {want_row} column {col}"
-            )
+            assert _same(got_row[col], value), f"{case_file.name} {want_row} column {col}"
 
 
 def test_every_query_and_the_acceptance_view_have_a_case() -> None:
@@ -202,15 +194,11 @@ def _all_sql_files() -> list[Path]:
     return sorted(p for p in sql_files().rglob("*.sql") if p.name != "setup.sql")
 
 
-@pytest.mark.parametrize(
-    "path", _all_sql_files(), ids=lambda p: str(p.relative_to(ROOT))
-)
+@pytest.mark.parametrize("path", _all_sql_files(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_sql_file_has_header_and_one_statement(path: Path) -> None:
     text = path.read_text()
     first = text.splitlines()[0]
-    assert first.startswith(f"-- {path.stem}"), (
-        f"header should start with '-- {path.stem}'"
-    )
+    assert first.startswith(f"-- {path.stem}"), f"header should start with '-- {path.stem}'"
     header = "\n".join(line for line in text.splitlines() if line.startswith("--"))
     assert "Purpose" in header, "header lacks Purpose"
     assert "Parameters" in header, "header lacks Parameters"
@@ -273,9 +261,7 @@ def test_examples_match_engine(examples_ds: Path) -> None:
     rules = ["tests", "tests+review", "runtime_s<=3600"]
     con = connect(examples_ds, rules=rules, as_of=AS_OF)
     sql = con.sql("SELECT * FROM acceptance").pl().sort("run_id", "rule")
-    engine = (
-        oa.acceptance(examples_ds, rules, as_of=AS_OF).collect().sort("run_id", "rule")
-    )
+    engine = oa.acceptance(examples_ds, rules, as_of=AS_OF).collect().sort("run_id", "rule")
     assert sql.equals(engine)
     sql_rates = con.sql("SELECT * FROM rates").pl()
     engine_rates = oa.rates(examples_ds, rules, as_of=AS_OF).collect()
@@ -287,14 +273,10 @@ def test_tables_keep_current_versions_only(tmp_path: Path) -> None:
     (tmp_path / "v1").mkdir()
     (tmp_path / "v2").mkdir()
     (tmp_path / "v1" / "a.json").write_bytes(
-        orjson.dumps(
-            _doc("r", {"name": "t", "requires": ["tests"]}, [_verdict("tests", "fail")])
-        )
+        orjson.dumps(_doc("r", {"name": "t", "requires": ["tests"]}, [_verdict("tests", "fail")]))
     )
     (tmp_path / "v2" / "a.json").write_bytes(
-        orjson.dumps(
-            _doc("r", {"name": "t", "requires": ["tests"]}, [_verdict("tests", "pass")])
-        )
+        orjson.dumps(_doc("r", {"name": "t", "requires": ["tests"]}, [_verdict("tests", "pass")]))
     )
     oa.ingest(tmp_path / "v1", ds)
     oa.ingest(tmp_path / "v2", ds)
@@ -312,9 +294,7 @@ def test_uncommitted_parts_are_not_read(tmp_path: Path, examples_ds: Path) -> No
     shutil.copy(part, ds / "runs" / "99999999-leftover-00000.parquet")
     con = connect(ds)
     assert con.sql("SELECT count(*) FROM runs").fetchall() == [(31,)]
-    leftovers = con.sql(
-        (sql_files() / "checks" / "unlisted_parts.sql").read_text()
-    ).fetchall()
+    leftovers = con.sql((sql_files() / "checks" / "unlisted_parts.sql").read_text()).fetchall()
     assert [Path(f).name for (f,) in leftovers] == ["99999999-leftover-00000.parquet"]
 
 
@@ -499,9 +479,7 @@ def examples_con(examples_ds: Path) -> Iterator[duckdb.DuckDBPyConnection]:
 
 
 @pytest.mark.parametrize("check", CHECKS, ids=lambda p: p.stem)
-def test_check_is_clean_on_examples(
-    check: Path, examples_con: duckdb.DuckDBPyConnection
-) -> None:
+def test_check_is_clean_on_examples(check: Path, examples_con: duckdb.DuckDBPyConnection) -> None:
     assert examples_con.sql(check.read_text()).fetchall() == []
 
 
@@ -553,9 +531,7 @@ def _cli(*commands: str, cwd: Path) -> list[list[str]]:
     args = [CLI, "-csv"]
     for c in commands:
         args += ["-c", c]
-    done = subprocess.run(
-        args, cwd=cwd, capture_output=True, text=True, timeout=120, check=False
-    )
+    done = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0 and not done.stderr, done.stderr
     return list(csv.reader(io.StringIO(done.stdout)))
 
@@ -597,9 +573,7 @@ def test_duckdb_cli_agrees_with_engine(examples_ds: Path, tmp_path: Path) -> Non
             r["outcome"],
             "|".join(r["reasons"]),
             r["tier"],
-            "NULL"
-            if r["attempts_to_acceptance"] is None
-            else str(r["attempts_to_acceptance"]),
+            "NULL" if r["attempts_to_acceptance"] is None else str(r["attempts_to_acceptance"]),
         ]
         for r in engine.iter_rows(named=True)
     ]
