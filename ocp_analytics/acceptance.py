@@ -92,28 +92,34 @@ def score_state(value: pl.Expr, target: pl.Expr | float, lower: pl.Expr | bool) 
 _LATEST_KEYS = ["observed_at", "sig_idx"]  # unknown time sorts first (§4)
 
 
-def latest_verdicts(signals: pl.LazyFrame, names: Sequence[str] | None = None) -> pl.LazyFrame:
-    """(doc_id, name) → state, tier rank and at_attempt of the latest verdict (§4)."""
-    s = signals.filter(pl.col("kind") == "verdict")
-    if names is not None:
-        s = s.filter(pl.col("name").is_in(list(names)))
-    return s.group_by("doc_id", "name").agg(
-        verdict_state(pl.col("value_text").sort_by(_LATEST_KEYS).last()).alias("state"),
+def _latest(signals: pl.LazyFrame, value: pl.Expr) -> pl.LazyFrame:
+    """(doc_id, name) → ``value``, tier rank and at_attempt of the latest signal (§4)."""
+    return signals.group_by("doc_id", "name").agg(
+        value.sort_by(_LATEST_KEYS).last(),
         tier_rank(pl.col("tier").sort_by(_LATEST_KEYS).last()).alias("rank"),
         pl.col("at_attempt").sort_by(_LATEST_KEYS).last().alias("at_attempt"),
+    )
+
+
+def _named(signals: pl.LazyFrame, kind: pl.Expr, names: Sequence[str] | None) -> pl.LazyFrame:
+    s = signals.filter(kind)
+    return s if names is None else s.filter(pl.col("name").is_in(list(names)))
+
+
+def latest_verdicts(signals: pl.LazyFrame, names: Sequence[str] | None = None) -> pl.LazyFrame:
+    """(doc_id, name) → state, tier rank and at_attempt of the latest verdict (§4)."""
+    s = _named(signals, pl.col("kind") == "verdict", names)
+    return (
+        _latest(s, pl.col("value_text"))
+        .with_columns(verdict_state(pl.col("value_text")).alias("state"))
+        .drop("value_text")
     )
 
 
 def latest_scores(signals: pl.LazyFrame, names: Sequence[str] | None = None) -> pl.LazyFrame:
     """(doc_id, name) → value, tier rank and at_attempt of the latest numeric score."""
-    s = signals.filter((pl.col("kind") == "score") & pl.col("value_num").is_not_null())
-    if names is not None:
-        s = s.filter(pl.col("name").is_in(list(names)))
-    return s.group_by("doc_id", "name").agg(
-        pl.col("value_num").sort_by(_LATEST_KEYS).last().alias("value"),
-        tier_rank(pl.col("tier").sort_by(_LATEST_KEYS).last()).alias("rank"),
-        pl.col("at_attempt").sort_by(_LATEST_KEYS).last().alias("at_attempt"),
-    )
+    kind = (pl.col("kind") == "score") & pl.col("value_num").is_not_null()
+    return _latest(_named(signals, kind, names), pl.col("value_num").alias("value"))
 
 
 def attempt_positions(attempts: pl.LazyFrame) -> pl.LazyFrame:
@@ -183,9 +189,12 @@ def _wide(
     pos = attempt_positions(attempts)
 
     def attach(
-        latest: pl.LazyFrame, names: list[str], prefix: str, cols: dict[str, str]
+        out: pl.LazyFrame,
+        latest: pl.LazyFrame,
+        names: list[str],
+        prefix: str,
+        cols: dict[str, str],
     ) -> pl.LazyFrame:
-        out = wide_ref[0]
         for i, name in enumerate(names):
             one = latest.filter(pl.col("name") == name).drop("name")
             one = one.join(pos, on=["doc_id", "at_attempt"], how="left")
@@ -193,23 +202,23 @@ def _wide(
             out = out.join(one.select("doc_id", *ren).rename(ren), on="doc_id", how="left")
         return out
 
-    wide_ref = [wide]
     att_cols = {"at_attempt": "aid", "pos": "apos", "n": "an", "round": "ar"}
     if c.verdicts:
-        wide_ref[0] = attach(
+        wide = attach(
+            wide,
             latest_verdicts(signals, c.verdicts),
             c.verdicts,
             "v",
             {"state": "state", "rank": "rank", **att_cols},
         )
     if c.scores:
-        wide_ref[0] = attach(
+        wide = attach(
+            wide,
             latest_scores(signals, c.scores),
             c.scores,
             "s",
             {"value": "value", "rank": "rank", **att_cols},
         )
-    wide = wide_ref[0]
     if c.events and any(r.effective_excludes for r in c.rules):
         ev = _event_rows(signals, runs, c.events)
         aggs = []

@@ -19,6 +19,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 
 RECORDED = "recorded"
+# The fields evaluate() returns, in the order of the engine's output columns.
+RESULT_FIELDS = (
+    "outcome",
+    "reasons",
+    "tier",
+    "q",
+    "accepted_attempt",
+    "attempts_to_acceptance",
+    "accepted_attempt_n",
+    "accepted_round",
+    "window_open",
+)
 TIER_ORDER = ("verified", "reported", "heuristic", "asserted")  # strongest first
 TIER_Q = {"verified": 0.98, "reported": 0.95, "heuristic": 0.80, "asserted": 0.70}
 

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.property.strategies import alternative_rules, as_of_instants, documents
-from tests.reference import RECORDED, TIER_Q, evaluate, parse_ts, rule_is_valid
+from tests.reference import RECORDED, RESULT_FIELDS, TIER_Q, evaluate, parse_ts, rule_is_valid
 
 EXAMPLES = Path(__file__).parent / "data" / "examples"
 AS_OF = datetime(2027, 1, 1, tzinfo=UTC)
@@ -21,17 +21,7 @@ T1 = "2026-09-23T17:10:00Z"
 T2 = "2026-09-23T17:20:00Z"
 _ABSENT = object()
 
-RESULT_KEYS = {
-    "outcome",
-    "reasons",
-    "tier",
-    "q",
-    "accepted_attempt",
-    "attempts_to_acceptance",
-    "accepted_attempt_n",
-    "accepted_round",
-    "window_open",
-}
+RESULT_KEYS = set(RESULT_FIELDS)
 
 
 # ------------------------------------------------------------------ builders

@@ -24,17 +24,7 @@ from ocp_analytics.rules import rule_from_object
 from tests import reference
 from tests.property.strategies import alternative_rules, as_of_instants, document_batches
 
-FIELDS = (
-    "outcome",
-    "reasons",
-    "tier",
-    "q",
-    "accepted_attempt",
-    "attempts_to_acceptance",
-    "accepted_attempt_n",
-    "accepted_round",
-    "window_open",
-)
+FIELDS = reference.RESULT_FIELDS
 EXAMPLES = 200
 BATCH = (10, 14)  # 200 examples x ~12 documents = ~2,400 documents per run
 
