@@ -68,7 +68,7 @@ SETUP_FILES = (
 SETUP_HEADER = """\
 -- setup.sql: the ocp-analytics views over one dataset, for the DuckDB CLI.
 --
--- GENERATED from the files named below by `python -m ocp_analytics.sql`;
+-- GENERATED from the files named below by `python sql/build_setup.py`;
 -- edit those files, then regenerate (tests/test_sql.py checks it is current).
 --
 -- Usage (from any folder; the dataset path is the only input):
@@ -281,14 +281,14 @@ def run_query(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m ocp_analytics.sql [--check]``: write (or check) sql/setup.sql."""
+    """``python sql/build_setup.py [--check]``: write (or check) sql/setup.sql."""
     args = sys.argv[1:] if argv is None else argv
     target = sql_files() / "setup.sql"
     text = setup_script()
     if "--check" in args:
         current = target.read_text() if target.is_file() else ""
         if current != text:
-            print(f"{target} is out of date; run: python -m ocp_analytics.sql")
+            print(f"{target} is out of date; run: python sql/build_setup.py")
             return 1
         print(f"{target} is up to date")
         return 0

@@ -218,7 +218,7 @@ def test_every_setup_file_is_listed_once() -> None:
 
 def test_setup_sql_is_up_to_date() -> None:
     assert (sql_files() / "setup.sql").read_text() == setup_script(), (
-        "sql/setup.sql is stale: run python -m ocp_analytics.sql"
+        "sql/setup.sql is stale: run python sql/build_setup.py"
     )
     assert oasql.main(["--check"]) == 0
 
