@@ -103,7 +103,9 @@ def machine() -> dict[str, str]:
     }
 
 
-def run(docs: int, repeat: int, out: Path, seed: int) -> dict[str, object]:
+def run(
+    docs: int, repeat: int, out: Path, seed: int, figures: set[str] | None = None
+) -> dict[str, object]:
     data = out / f"data-{docs}-{seed}"
     if not data.exists():
         t = time.perf_counter()
@@ -115,29 +117,25 @@ def run(docs: int, repeat: int, out: Path, seed: int) -> dict[str, object]:
     work = out / "work"
     work.mkdir(parents=True, exist_ok=True)
     none: tuple[int, Path | None] = (0, None)
+    plan = [
+        ("decode_floor", "decode_floor", none, repeat, False),
+        ("ingest", "ingest", none, repeat, True),
+        ("accept_recorded", "accept", none, repeat, False),
+        ("accept_20", "accept", (20, r20), repeat, False),
+        ("accept_100", "accept", (100, r100), repeat, False),
+        ("rates_team_20", "rates", (20, r20), repeat, False),
+        ("sql_accept_recorded", "sql_accept", none, repeat, False),
+        ("sql_accept_20", "sql_accept", (20, r20), repeat, False),
+        ("sql_rates_20", "sql_rates", (20, r20), repeat, False),
+        ("reference_20", "reference", (20, r20), 1, False),
+    ]
     figs = [
-        measure("decode_floor", "decode_floor", data, work, none, repeat),
-        measure("ingest", "ingest", data, work, none, repeat, fresh=True),
-        measure("accept_recorded", "accept", data, work, none, repeat),
-        measure("accept_20", "accept", data, work, (20, r20), repeat),
-        measure("accept_100", "accept", data, work, (100, r100), repeat),
-        measure("rates_team_20", "rates", data, work, (20, r20), repeat),
-        measure("sql_accept_recorded", "sql_accept", data, work, none, repeat),
-        measure("sql_accept_20", "sql_accept", data, work, (20, r20), repeat),
-        measure("sql_rates_20", "sql_rates", data, work, (20, r20), repeat),
-        measure("reference_20", "reference", data, work, (20, r20), 1),
+        measure(key, name, data, work, rules, n, fresh=fresh)
+        for key, name, rules, n, fresh in plan
+        if figures is None or key in figures
     ]
     by = {f.key: f for f in figs}
-    ref = by["reference_20"]
-    ratios = {
-        "ingest_vs_decode_floor": by["ingest"].seconds / by["decode_floor"].seconds,
-        "engine_vs_reference_20_rules": (
-            by["accept_20"].per_second(docs * 20) / ref.per_second(ref.rows * 20)
-        ),
-        "sql_vs_engine_recorded": by["sql_accept_recorded"].seconds / by["accept_recorded"].seconds,
-        "sql_vs_engine_20": by["sql_accept_20"].seconds / by["accept_20"].seconds,
-        "sql_vs_engine_rates_20": by["sql_rates_20"].seconds / by["rates_team_20"].seconds,
-    }
+    ratios = _ratios(by, docs)
     return {
         "docs": docs,
         "bytes": size,
@@ -147,6 +145,22 @@ def run(docs: int, repeat: int, out: Path, seed: int) -> dict[str, object]:
         "figures": [asdict(f) for f in figs],
         "ratios": ratios,
     }
+
+
+def _ratios(by: dict[str, Figure], docs: int) -> dict[str, float]:
+    pairs = {
+        "ingest_vs_decode_floor": ("ingest", "decode_floor"),
+        "sql_vs_engine_recorded": ("sql_accept_recorded", "accept_recorded"),
+        "sql_vs_engine_20": ("sql_accept_20", "accept_20"),
+        "sql_vs_engine_rates_20": ("sql_rates_20", "rates_team_20"),
+    }
+    out = {k: by[a].seconds / by[b].seconds for k, (a, b) in pairs.items() if a in by and b in by}
+    if "reference_20" in by and "accept_20" in by:
+        ref = by["reference_20"]
+        out["engine_vs_reference_20_rules"] = by["accept_20"].per_second(
+            docs * 20
+        ) / ref.per_second(ref.rows * 20)
+    return out
 
 
 def render(results: dict[str, object]) -> str:
@@ -191,8 +205,10 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--out", type=Path, default=Path("bench-data"))
     p.add_argument("--smoke", action="store_true", help="write results under --out only")
+    p.add_argument("--figures", help="comma-separated figure keys to run (default: all)")
     a = p.parse_args()
-    results = run(a.docs, a.repeat, a.out, a.seed)
+    chosen = set(a.figures.split(",")) if a.figures else None
+    results = run(a.docs, a.repeat, a.out, a.seed, chosen)
     text = render(results)
     print(text)
     target = a.out if a.smoke else HERE
