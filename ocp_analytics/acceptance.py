@@ -162,11 +162,14 @@ def event_counts(window_days: pl.Expr, as_of: datetime) -> pl.Expr:
     return not_future & in_window
 
 
+def window_open(has_events: pl.Expr, window_days: pl.Expr, as_of: datetime) -> pl.Expr:
+    """A late event could still turn the outcome (SEMANTICS §9), over ``ended_at``."""
+    end = pl.col("ended_at")
+    late_enough = pl.lit(as_of) < end + pl.duration(days=1) * window_days
+    return (end.is_not_null() & has_events & late_enough).fill_null(False)
+
+
 # --- alternative rules: compiled columns --------------------------------------
-
-
-def _col(prefix: str, i: int) -> str:
-    return f"{prefix}{i}"
 
 
 class _Compiled:
@@ -343,7 +346,6 @@ def _finish(
             )
         )
 
-    end = pl.col("ended_at")
     return frame.select(
         "run_id",
         rule.alias("rule"),
@@ -355,9 +357,7 @@ def _finish(
         pick("apos").alias("attempts_to_acceptance"),
         pick("an").alias("accepted_attempt_n"),
         pick("ar").alias("accepted_round"),
-        (end.is_not_null() & has_events & (pl.lit(as_of) < end + pl.duration(days=1) * window_days))
-        .fill_null(False)
-        .alias("window_open"),
+        window_open(has_events, window_days, as_of).alias("window_open"),
     ).cast(pl.Schema({k: v for k, v in OUTPUT_SCHEMA.items() if k != "as_of"}))
 
 
@@ -499,7 +499,6 @@ def _finish_recorded(frame: pl.LazyFrame, as_of: datetime) -> pl.LazyFrame:
         .fill_null(ASSERTED)
     )
     accepted = outcome == "accepted"
-    end = pl.col("ended_at")
     window = pl.col("window_days").fill_null(DEFAULT_WINDOW_DAYS)
     return frame.select(
         "run_id",
@@ -516,14 +515,9 @@ def _finish_recorded(frame: pl.LazyFrame, as_of: datetime) -> pl.LazyFrame:
         .then(pl.col("an"))
         .alias("accepted_attempt_n"),
         pl.when(accepted & pl.col("apos").is_not_null()).then(pl.col("ar")).alias("accepted_round"),
-        (
-            valid
-            & end.is_not_null()
-            & pl.col("has_events").fill_null(False)
-            & (pl.lit(as_of) < end + pl.duration(days=1) * window)
-        )
-        .fill_null(False)
-        .alias("window_open"),
+        (valid & window_open(pl.col("has_events").fill_null(False), window, as_of)).alias(
+            "window_open"
+        ),
     )
 
 
@@ -549,7 +543,7 @@ def evaluate(
     recorded: bool = True,
 ) -> pl.LazyFrame:
     """Acceptance rows for the recorded rules and ``rules`` over scanned tables."""
-    t = tables if isinstance(tables, dict) else tables.frames  # type: ignore[attr-defined]
+    t = _frames(tables)
     runs, signals, attempts = t["runs"], t["signals"], t["attempts"]
     frames = []
     if recorded:

@@ -31,27 +31,24 @@ SUBCHUNK = 2000
 # number as a signal value (its JSON type matters), a boolean in a numeric
 # field (read as 1.0). (A scalar or object where a list of objects is
 # declared makes polars fail, so the bisection finds it.)
-_NUMERIC_KEYS = (
-    "target|n|round|usd|input_tokens|cached_input_tokens|"
-    "cache_creation_tokens|output_tokens|reasoning_tokens"
-)
 
 
-def _string_keys(dtype: Any, out: set[str]) -> set[str]:
-    """Names of every String field of a decode dtype (except signal.value)."""
+def _keys_of(dtype: Any, leaf: Any, out: set[str]) -> set[str]:
+    """Names of every ``leaf``-typed field of a decode dtype (except signal.value)."""
     if isinstance(dtype, pl.List):
-        return _string_keys(dtype.inner, out)
+        return _keys_of(dtype.inner, leaf, out)
     if isinstance(dtype, pl.Struct):
         for f in dtype.fields:
-            if f.dtype == pl.String and f.name not in ("value", "_ocpa_vtype"):
+            if f.dtype == leaf and f.name not in ("value", "_ocpa_vtype"):
                 out.add(f.name)
-            _string_keys(f.dtype, out)
+            _keys_of(f.dtype, leaf, out)
     return out
 
 
+_NUMERIC_KEYS = "|".join(sorted(_keys_of(DOCUMENT_DTYPE, pl.Float64, set())))
 # A number or boolean where a string is declared: polars would read it as
 # its JSON text; the sanitizer reads it as a wrong type instead.
-_STRING_KEYS = "|".join(sorted(_string_keys(DOCUMENT_DTYPE, set())))
+_STRING_KEYS = "|".join(sorted(_keys_of(DOCUMENT_DTYPE, pl.String, set())))
 PREFILTER = (
     r'"value"\s*:\s*(?:true|false|"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")'
     rf'|"(?:{_NUMERIC_KEYS})"\s*:\s*(?:true|false)'

@@ -36,6 +36,15 @@ ATTEMPT_STATUSES = (
 
 # --- the decode dtype -------------------------------------------------------
 
+# Token counts of ``attempt.cost`` (integers, decoded as Float64 and checked).
+COST_TOKENS = (
+    "input_tokens",
+    "cached_input_tokens",
+    "cache_creation_tokens",
+    "output_tokens",
+    "reasoning_tokens",
+)
+
 _S = pl.String
 _F = pl.Float64
 
@@ -75,16 +84,7 @@ ATTEMPT_DTYPE = pl.Struct(
         "role": pl.Struct({"value": _S}),
         "phase": pl.Struct({"value": _S}),
         "cause": pl.Struct({"type": _S}),
-        "cost": pl.Struct(
-            {
-                "usd": _F,
-                "input_tokens": _F,
-                "cached_input_tokens": _F,
-                "cache_creation_tokens": _F,
-                "output_tokens": _F,
-                "reasoning_tokens": _F,
-            }
-        ),
+        "cost": pl.Struct({"usd": _F, **dict.fromkeys(COST_TOKENS, _F)}),
     }
 )
 
@@ -121,19 +121,6 @@ DOCUMENT_DTYPE = pl.Struct(
         "run": RUN_DTYPE,
         "attempts": pl.List(ATTEMPT_DTYPE),
         "artifacts": pl.List(ARTIFACT_DTYPE),
-    }
-)
-
-# Fields declared Float64 above that hold integers (JSON path suffixes).
-INTEGER_FIELDS = frozenset(
-    {
-        "n",
-        "round",
-        "input_tokens",
-        "cached_input_tokens",
-        "cache_creation_tokens",
-        "output_tokens",
-        "reasoning_tokens",
     }
 )
 

@@ -242,32 +242,14 @@ def _attempts(docs: pl.DataFrame) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
         pl.col("phase").struct.field("value").alias("phase"),
         pl.col("cause").struct.field("type").alias("cause_type"),
         cost.struct.field("usd").alias("cost_usd"),
-        *[
-            cost.struct.field(t).alias(t)
-            for t in (
-                "input_tokens",
-                "cached_input_tokens",
-                "cache_creation_tokens",
-                "output_tokens",
-                "reasoning_tokens",
-            )
-        ],
+        *[cost.struct.field(t).alias(t) for t in S.COST_TOKENS],
     ).with_columns(
         parse_timestamp(pl.col("started_at_raw")).alias("started_at"),
         parse_timestamp(pl.col("ended_at_raw")).alias("ended_at"),
     )
     att, found = _integer_fields(att, ["n", "round"], "$.attempts[{{}}].{}", "att_idx")
     att, found_cost = _integer_fields(
-        att,
-        [
-            "input_tokens",
-            "cached_input_tokens",
-            "cache_creation_tokens",
-            "output_tokens",
-            "reasoning_tokens",
-        ],
-        "$.attempts[{{}}].cost.{}",
-        "att_idx",
+        att, list(S.COST_TOKENS), "$.attempts[{{}}].cost.{}", "att_idx"
     )
     path = lambda f: pl.format("$.attempts[{}]" + f, pl.col("att_idx"))  # noqa: E731
     found += [
