@@ -2,12 +2,15 @@
 
 ``python -m benchmarks.figure NAME DATA_DIR WORK_DIR [RULES_FILE]`` prints one
 JSON line: ``{"seconds": wall, "rows": n}``. The parent (``run.py``) reads
-the child's peak RSS from ``wait4``.
+the child's peak RSS from ``wait4``; ``tree_peak_mb`` is the peak of RSS
+summed over the child and its own worker processes, sampled every 0.1 s.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -50,10 +53,13 @@ def _alt(rules: Path | None) -> Any:
 
 
 def accept(data: Path, work: Path, rules: Path | None) -> int:
+    """Every (run, rule) row written to Parquet, as ``accept --format parquet`` does."""
     import ocp_analytics as oa
 
-    frame = oa.acceptance(work / "ds", _alt(rules), recorded=rules is None, as_of=AS_OF)
-    return frame.collect().height
+    out = work / "acceptance.parquet"
+    rows = oa.write_acceptance(work / "ds", out, _alt(rules), recorded=rules is None, as_of=AS_OF)
+    out.unlink()
+    return rows
 
 
 def rates(data: Path, work: Path, rules: Path | None) -> int:
@@ -67,8 +73,13 @@ def sql_accept(data: Path, work: Path, rules: Path | None) -> int:
 
     con = connect(work / "ds", rules=_alt(rules), as_of=AS_OF)
     where = "WHERE rule <> 'recorded'" if rules else "WHERE rule = 'recorded'"
-    table = con.sql(f"SELECT * FROM acceptance {where}").to_arrow_table()  # noqa: S608
-    return int(table.num_rows)
+    out = work / "acceptance-sql.parquet"
+    con.sql(f"SELECT * FROM acceptance {where}").write_parquet(str(out))  # noqa: S608
+    rows = int(
+        con.sql("SELECT count(*) FROM read_parquet($p)", params={"p": str(out)}).fetchall()[0][0]
+    )
+    out.unlink()
+    return rows
 
 
 def sql_rates(data: Path, work: Path, rules: Path | None) -> int:
@@ -111,10 +122,30 @@ FIGURES = {
     "reference": reference,
 }
 
+
+def _sample_tree_rss(stop: threading.Event, peak: list[int]) -> None:
+    """Peak RSS summed over this process and its children (worker pools)."""
+    import psutil
+
+    me = psutil.Process()
+    while not stop.wait(0.1):
+        total = 0
+        for p in [me, *me.children(recursive=True)]:
+            with contextlib.suppress(psutil.Error):
+                total += p.memory_info().rss
+        peak[0] = max(peak[0], total)
+
+
 if __name__ == "__main__":
     name, data_dir, work_dir = sys.argv[1:4]
     rules_file = Path(sys.argv[4]) if len(sys.argv) > 4 and sys.argv[4] else None
+    stop, tree_peak = threading.Event(), [0]
+    sampler = threading.Thread(target=_sample_tree_rss, args=(stop, tree_peak), daemon=True)
+    sampler.start()
     start = time.perf_counter()
     rows = FIGURES[name](Path(data_dir), Path(work_dir), rules_file)
     seconds = time.perf_counter() - start
-    print(orjson.dumps({"seconds": seconds, "rows": rows}).decode())
+    stop.set()
+    sampler.join()
+    result = {"seconds": seconds, "rows": rows, "tree_peak_mb": tree_peak[0] / 2**20}
+    print(orjson.dumps(result).decode())

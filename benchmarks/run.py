@@ -53,7 +53,8 @@ def _child(name: str, data: Path, work: Path, rules: Path | None) -> tuple[float
     if proc.returncode:
         raise SystemExit(f"figure {name} failed with exit code {proc.returncode}")
     result = orjson.loads(out.splitlines()[-1])
-    return result["seconds"], result["rows"], usage.ru_maxrss / 1024
+    peak = max(usage.ru_maxrss / 1024, result.get("tree_peak_mb", 0.0))
+    return result["seconds"], result["rows"], peak
 
 
 def measure(

@@ -1,6 +1,6 @@
 """ocp-analytics: columnar analytics for OCP run documents."""
 
-from ocp_analytics.acceptance import acceptance
+from ocp_analytics.acceptance import acceptance, write_acceptance
 from ocp_analytics.dataset import Dataset, scan_dataset
 from ocp_analytics.exceptions import (
     DatasetError,
@@ -39,4 +39,5 @@ __all__ = [
     "read_rules_file",
     "run_query",
     "scan_dataset",
+    "write_acceptance",
 ]

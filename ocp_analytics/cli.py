@@ -211,12 +211,21 @@ def accept(
     format: FormatOpt = Format.table,
     recorded: Annotated[bool, typer.Option(help="Include each run's recorded rule.")] = True,
 ) -> None:
-    """Per-run acceptance under each run's own rule and alternative rules."""
-    from ocp_analytics.acceptance import acceptance
+    """Per-run acceptance under each run's own rule and alternative rules.
+
+    With --format parquet the runs are evaluated a slice at a time, so memory
+    stays bounded on datasets of any size.
+    """
+    from ocp_analytics.acceptance import acceptance, write_acceptance
 
     try:
         when = _as_of(as_of)
-        frame = acceptance(dataset, _rules_arg(rules, rule), as_of=when, recorded=recorded)
+        alt = _rules_arg(rules, rule)
+        if format is Format.parquet and out is not None:
+            rows = write_acceptance(dataset, out, alt, as_of=when, recorded=recorded)
+            typer.echo(f"wrote {rows:,} rows to {out} (as_of {when.isoformat()})", err=True)
+            return
+        frame = acceptance(dataset, alt, as_of=when, recorded=recorded)
         emit(frame.sort("run_id", "rule").collect(), format, out, when)
     except OcpAnalyticsError as exc:
         raise _fail(exc) from exc

@@ -204,13 +204,13 @@ def _decode(texts: pl.Series) -> pl.Series:
     )
 
 
-_Part = tuple[list[int], pl.Series, pl.Series]  # positions, docs, texts
+_Part = tuple[list[int], pl.Series]  # positions, docs
 
 
 def _decode_or_bisect(texts: pl.Series, positions: list[int], failed: list[int]) -> list[_Part]:
     """Decode; on failure split in halves until the failing lines are found."""
     try:
-        return [(positions, _decode(texts), texts)]
+        return [(positions, _decode(texts))]
     except pl.exceptions.PolarsError:
         if len(positions) == 1:
             failed.append(positions[0])
@@ -254,15 +254,15 @@ def decode_texts(texts: list[str], unterminated: frozenset[int] = frozenset()) -
         clean_pos.append(i)
         clean_texts.append(text)
     if clean_texts:
-        clean_series = pl.Series("t", clean_texts, dtype=pl.String)
-        parts.append((clean_pos, _decode(clean_series), clean_series))
+        parts.append((clean_pos, _decode(pl.Series("t", clean_texts, dtype=pl.String))))
+        series.scatter(clean_pos, clean_texts)
     frames = [
-        pl.DataFrame({"pos": pl.Series(pos, dtype=pl.UInt32), "doc": docs, "text": txt})
-        for pos, docs, txt in parts
+        pl.DataFrame({"pos": pl.Series(pos, dtype=pl.UInt32), "doc": docs}) for pos, docs in parts
     ]
-    result.frame = (
+    frame = (
         pl.concat(frames).sort("pos")
         if frames
-        else pl.DataFrame(schema={"pos": pl.UInt32, "doc": DOCUMENT_DTYPE, "text": pl.String})
+        else pl.DataFrame(schema={"pos": pl.UInt32, "doc": DOCUMENT_DTYPE})
     )
+    result.frame = frame.with_columns(series.gather(frame.get_column("pos")).alias("text"))
     return result

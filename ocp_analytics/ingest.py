@@ -8,12 +8,15 @@ unchanged) + quarantined.
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
-from collections import Counter
-from collections.abc import Sequence
+from collections import Counter, deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -26,8 +29,12 @@ from ocp_analytics.exceptions import StrictIngestError, hint
 from ocp_analytics.sources import ReadProblem, Source, find_sources, read_chunks
 from ocp_analytics.tables import ChunkMeta, ChunkTables, build_tables, quarantine_frame, to_arrow
 
-CHUNK_DOCS = 20_000
+CHUNK_DOCS = 10_000
 COMMIT_DOCS = 1_000_000
+PART_RUNS = 20_000  # runs per Parquet part (more would hold more frames in memory)
+# Threads building chunks. Measured at 200k documents: 1 worker and 20k-document
+# chunks 14.3k docs/s, 703 MB; 2 workers and 10k chunks 17.6k docs/s, 694 MB.
+WORKERS = min(2, os.cpu_count() or 1)
 
 
 class Progress(Protocol):
@@ -198,21 +205,85 @@ class _Batch:
         )
 
 
-def _load_known(root: Path, records: list[dict[str, Any]]) -> pl.DataFrame:
-    """(run_id, content hash) of every current run already committed."""
+class _Known:
+    """The content hash of every current run, keyed by a 64-bit hash of its id.
+
+    Looked up once per chunk with a binary search (``O(k log n)``), so
+    classifying stays cheap and memory stays at 16 bytes a run however many
+    runs the dataset holds. Recent chunks wait in a small delta that is
+    merged into the sorted arrays once it is large. Two run ids sharing a
+    64-bit hash could only make a new run count as replaced (its document
+    hash differs), never drop it.
+    """
+
+    MERGE_ROWS = 1_000_000
+
+    def __init__(self, frame: pl.DataFrame) -> None:
+        self.keys = pl.Series("k", [], pl.UInt64)
+        self.hashes = pl.Series("h", [], pl.UInt64)
+        self.delta: list[pl.DataFrame] = []
+        self.delta_rows = 0
+        self.add(frame)
+        self.merge()
+
+    def add(self, frame: pl.DataFrame) -> None:
+        """Record (k, h) rows, later rows winning."""
+        self.delta.append(frame.select("k", "h"))
+        self.delta_rows += frame.height
+        if self.delta_rows >= self.MERGE_ROWS:
+            self.merge()
+
+    def merge(self) -> None:
+        merged = (
+            pl.concat([pl.DataFrame([self.keys, self.hashes]), *self.delta])
+            .unique("k", keep="last", maintain_order=True)
+            .sort("k")
+        )
+        self.keys, self.hashes = merged.get_column("k"), merged.get_column("h")
+        self.delta, self.delta_rows = [], 0
+
+    def lookup(self, keys: pl.Series) -> pl.Series:
+        """The latest content hash of each key, null when the run is new."""
+        n = self.keys.len()
+        at = self.keys.search_sorted(keys, side="left").clip(0, max(n - 1, 0))
+        found = pl.Series("h", [None] * keys.len(), pl.UInt64)
+        if n:
+            hit = self.keys.gather(at) == keys
+            found = pl.select(pl.when(hit).then(self.hashes.gather(at))).to_series()
+        if self.delta:
+            recent = (
+                pl.concat(self.delta).unique("k", keep="last", maintain_order=True)
+                if len(self.delta) > 1
+                else self.delta[0]
+            )
+            frame = pl.DataFrame({"k": keys, "h": found}).join(
+                recent.rename({"h": "dh"}), on="k", how="left", maintain_order="left"
+            )
+            found = frame.select(pl.coalesce("dh", "h")).to_series()
+        return found.alias("kh")
+
+
+def _load_known(root: Path, records: list[dict[str, Any]]) -> _Known:
+    """(run id hash, content hash) of every current run already committed."""
     if not D.table_files(root, records, "runs"):
-        return pl.DataFrame(schema={"run_id": pl.String, "h": pl.UInt64})
+        return _Known(pl.DataFrame(schema={"k": pl.UInt64, "h": pl.UInt64}))
     runs = D.scan_dataset(root).runs
-    return runs.select("run_id", pl.col("doc_sha256").hash().alias("h")).collect()
-
-
-def _classify(runs: pl.DataFrame, known: pl.DataFrame) -> pl.DataFrame:
-    """Label each run of a chunk new / replaced / unchanged against what came before."""
-    r = (
-        runs.select("run_id", "doc_id", pl.col("doc_sha256").hash().alias("h"))
-        .join(known.rename({"h": "kh"}), on="run_id", how="left")
-        .sort("doc_id")
+    return _Known(
+        runs.select(pl.col("run_id").hash().alias("k"), pl.col("doc_sha256").hash().alias("h"))
+        .sort("k")
+        .collect()
     )
+
+
+def _classify(runs: pl.DataFrame, known: _Known) -> pl.DataFrame:
+    """Label each run of a chunk new / replaced / unchanged against what came before."""
+    r = runs.select(
+        "run_id",
+        "doc_id",
+        pl.col("run_id").hash().alias("k"),
+        pl.col("doc_sha256").hash().alias("h"),
+    )
+    r = r.with_columns(known.lookup(r.get_column("k"))).sort("doc_id")
     prev = pl.col("h").shift(1).over("run_id")
     ref = pl.when(prev.is_not_null()).then(prev).otherwise(pl.col("kh"))
     status = (
@@ -240,10 +311,30 @@ def _quarantine_problems(
     return quarantine_frame(rows, meta, batch_id)
 
 
+_Task = tuple[ChunkMeta, frozenset[int], int, str]  # texts, cut positions, doc_id base, batch
+
+
+def _build(task: _Task) -> ChunkTables:
+    meta, cut, base, batch_id = task
+    return build_tables(decode_texts(meta.texts, cut), meta, base, batch_id)
+
+
 class _Ingest:
-    def __init__(self, root: Path, chunk_docs: int, commit_docs: int, progress: Progress) -> None:
+    """One ingest: chunks are built (here or by worker threads) and written in read order.
+
+    Work that must happen in order (writing a chunk, a source's read problems,
+    committing a batch) is queued as steps; a chunk's step waits for its
+    tables. Counts that decide batches are taken when a chunk is read, so
+    batches and ``doc_id`` are the same whether or not workers build chunks.
+    At most ``workers + 1`` chunks are read and not yet written, so memory
+    stays flat.
+    """
+
+    def __init__(
+        self, root: Path, chunk_docs: int, commit_docs: int, workers: int, progress: Progress
+    ) -> None:
         self.root, self.chunk_docs, self.commit_docs = root, chunk_docs, commit_docs
-        self.progress = progress
+        self.n_workers, self.progress = workers, progress
         records = D.read_commits(root)
         self.summary = IngestSummary(root)
         self.summary.orphans_removed = D.remove_orphans(root, records)
@@ -251,42 +342,89 @@ class _Ingest:
         self.known = _load_known(root, records)
         self.next_seq = max((r["seq"] for r in records), default=0) + 1
         self.batch = _Batch(root, self.next_seq)
+        self.steps: deque[tuple[Callable[[], None], bool]] = deque()  # (step, builds a chunk)
+        self.in_flight = 0
+        self.chunks = 0
+        self.pool: ThreadPoolExecutor | None = None
 
     def run(self, sources: list[Source]) -> IngestSummary:
         self.progress.start(sum(s.size for s in sources))
-        for source in sources:
-            summary = SourceSummary(source.path, source.size, source.sha256)
-            self.summary.sources.append(summary)
-            if (source.path, source.sha256) in self.done:
-                summary.skipped = True
-                self.progress.advance(0, source.size)
-                continue
-            self.ingest_source(source, summary)
-            self.done.add((source.path, source.sha256))
-            if self.batch.documents >= self.commit_docs:
-                self.commit()
-        self.commit()
+        try:
+            for source in sources:
+                summary = SourceSummary(source.path, source.size, source.sha256)
+                self.summary.sources.append(summary)
+                if (source.path, source.sha256) in self.done:
+                    summary.skipped = True
+                    self.progress.advance(0, source.size)
+                    continue
+                self.ingest_source(source, summary)
+                self.done.add((source.path, source.sha256))
+                if self.batch.documents >= self.commit_docs:
+                    self.commit()
+            self.commit()
+            self.run_steps(0)
+        finally:
+            if self.pool is not None:
+                self.pool.shutdown(cancel_futures=True)
         self.progress.stop()
         return self.summary
 
+    def run_steps(self, max_in_flight: int) -> None:
+        """Run queued steps, oldest first, until at most ``max_in_flight`` chunks are."""
+        while self.steps and (self.in_flight > max_in_flight or not self.steps[0][1]):
+            step, builds = self.steps.popleft()
+            self.in_flight -= builds
+            step()
+
+    def queue(self, step: Callable[[], None], builds: bool) -> None:
+        """Queue a step; run what is due (everything when there are no workers)."""
+        self.steps.append((step, builds))
+        self.in_flight += builds
+        self.run_steps(self.n_workers if self.pool else 0)
+
+    def build(self, task: _Task) -> Callable[[], ChunkTables]:
+        """Start building a chunk; the returned callable gives its tables.
+
+        The first chunk is built here; workers start with the second one.
+        """
+        self.chunks += 1
+        if self.pool is None and self.n_workers > 0 and self.chunks > 1:
+            self.pool = ThreadPoolExecutor(self.n_workers, thread_name_prefix="ocp-ingest")
+        if self.pool is None:
+            tables = _build(task)
+            return lambda: tables
+        return self.pool.submit(_build, task).result
+
     def ingest_source(self, source: Source, summary: SourceSummary) -> None:
         problems: list[ReadProblem] = []
-        self.batch.sources.append(summary)
+        batch = self.batch
+        batch.sources.append(summary)
         for meta, cut in read_chunks(source, self.chunk_docs, problems):
-            decoded = decode_texts(meta.texts, cut)
-            base = self.batch.doc_id_base(len(meta.texts))
-            tables = build_tables(decoded, meta, base, self.batch.batch_id)
-            self.write_chunk(tables, summary, len(meta.texts))
-            self.progress.advance(len(meta.texts), 0)
+            n = len(meta.texts)
+            summary.documents += n
+            tables = self.build((meta, cut, batch.doc_id_base(n), batch.batch_id))
+            self.queue(partial(self.write_chunk, tables, batch, summary, n), True)
         if problems:
-            q = _quarantine_problems(problems, source, self.batch.batch_id)
-            self.batch.write({"quarantine": q}, self.chunk_docs)
-            summary.documents += q.height
-            summary.quarantined += q.height
-            self.summary.quarantine_by_code.update(q.get_column("code").to_list())
-        self.progress.advance(0, source.size)
+            summary.documents += len(problems)
+            self.queue(partial(self.write_problems, problems, source, batch, summary), False)
+        self.queue(partial(self.progress.advance, 0, source.size), False)
 
-    def write_chunk(self, tables: ChunkTables, summary: SourceSummary, n_texts: int) -> None:
+    def write_problems(
+        self, problems: list[ReadProblem], source: Source, batch: _Batch, summary: SourceSummary
+    ) -> None:
+        q = _quarantine_problems(problems, source, batch.batch_id)
+        batch.write({"quarantine": q}, PART_RUNS)
+        summary.quarantined += q.height
+        self.summary.quarantine_by_code.update(q.get_column("code").to_list())
+
+    def write_chunk(
+        self,
+        built: Callable[[], ChunkTables],
+        batch: _Batch,
+        summary: SourceSummary,
+        n_texts: int,
+    ) -> None:
+        tables = built()
         status = _classify(tables["runs"], self.known)
         unchanged = status.filter(pl.col("status") == "unchanged").select("doc_id")
         frames = dict(tables.frames)
@@ -294,28 +432,22 @@ class _Ingest:
             for t in S.RUN_TABLES:
                 frames[t] = frames[t].join(unchanged, on="doc_id", how="anti")
         counts = Counter(status.get_column("status").to_list())
-        summary.documents += n_texts
         summary.runs_new += counts["new"]
         summary.runs_replaced += counts["replaced"]
         summary.runs_unchanged += counts["unchanged"]
         summary.quarantined += frames["quarantine"].height
         summary.findings += frames["findings"].height
-        self.batch.superseding += counts["replaced"]
+        batch.superseding += counts["replaced"]
         self.summary.findings_by_code.update(frames["findings"].get_column("code").to_list())
         self.summary.quarantine_by_code.update(frames["quarantine"].get_column("code").to_list())
-        self.batch.write(frames, self.chunk_docs)
-        latest = status.group_by("run_id").agg(pl.col("h").sort_by("doc_id").last())
-        self.known = pl.concat(
-            [
-                self.known.filter(~pl.col("run_id").is_in(latest.get_column("run_id").implode())),
-                latest,
-            ]
-        )
+        batch.write(frames, PART_RUNS)
+        self.known.add(status.select("k", "h"))
+        self.progress.advance(n_texts, 0)
 
     def commit(self) -> None:
         if not self.batch.sources:
             return
-        self.batch.commit()
+        self.queue(self.batch.commit, False)
         self.summary.batches.append(self.batch.batch_id)
         self.next_seq += 1
         self.batch = _Batch(self.root, self.next_seq)
@@ -329,6 +461,7 @@ def ingest(
     progress: Progress | None = None,
     chunk_docs: int = CHUNK_DOCS,
     commit_docs: int = COMMIT_DOCS,
+    workers: int = WORKERS,
 ) -> IngestSummary:
     """Ingest OCP run documents into a Parquet dataset (created if needed).
 
@@ -348,6 +481,12 @@ def ingest(
     chunk_docs, commit_docs
         Documents decoded at a time, and documents after which a batch is
         committed (at the next source boundary).
+    workers
+        Threads that decode and flatten chunks while the calling thread reads,
+        classifies and writes them (polars, DuckDB and hashing release the
+        GIL). ``0``: all in the calling thread. Started only once a second
+        chunk is read; the dataset is the same for any number. Each worker
+        holds one more chunk in memory. By default one per core, at most 2.
 
     Returns
     -------
@@ -366,7 +505,7 @@ def ingest(
     found = find_sources(specs)
     root = D.create(dataset)
     with D.locked(root):
-        job = _Ingest(root, chunk_docs, commit_docs, progress or _Silent())
+        job = _Ingest(root, chunk_docs, commit_docs, workers, progress or _Silent())
         summary = job.run(found)
     summary.seconds = time.perf_counter() - start
     if strict and summary.quarantined:

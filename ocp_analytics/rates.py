@@ -11,8 +11,17 @@ from datetime import datetime
 
 import polars as pl
 
-from ocp_analytics.acceptance import TIER_RANK, _frames, acceptance
+from ocp_analytics.acceptance import (
+    SLICE_RUNS,
+    TIER_RANK,
+    _frames,
+    acceptance,
+    evaluate,
+    resolve_as_of,
+    slices,
+)
 from ocp_analytics.exceptions import OcpAnalyticsError, hint
+from ocp_analytics.rules import resolve_rules
 
 Z95 = 1.959963984540054
 LABEL_PREFIX = "label."
@@ -67,10 +76,17 @@ def _with_groups(acc: pl.LazyFrame, runs: pl.LazyFrame, by: Sequence[str]) -> pl
     return acc.join(runs.select("run_id", *exprs), on="run_id", how="left")
 
 
-def rates_from(
-    acc: pl.LazyFrame, by: Sequence[str] = (), min_tier: str | None = None
-) -> pl.LazyFrame:
-    """Aggregate acceptance rows (with group columns ``by``) into rates."""
+_ATT = "attempts_to_acceptance"
+
+
+def _partials(
+    acc: pl.LazyFrame, keys: Sequence[str], min_tier: str | None
+) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """Counts per (keys, rule), and the histogram of attempts to acceptance.
+
+    Both add up across slices of runs, so rates of any number of runs are
+    exact (the median comes from the histogram).
+    """
     outcome = pl.col("outcome")
     if min_tier is not None:
         limit = TIER_RANK[min_tier]
@@ -78,29 +94,55 @@ def rates_from(
         outcome = pl.when(strong).then(outcome).otherwise(pl.lit("unknown"))
     acc = acc.with_columns(outcome.alias("_o"))
     accepted = pl.col("_o") == "accepted"
-    att = pl.col("attempts_to_acceptance").filter(accepted)
-    grouped = acc.group_by([*by, "rule"]).agg(
-        pl.len().alias("runs"),
-        accepted.sum().alias("accepted"),
-        (pl.col("_o") == "rejected").sum().alias("rejected"),
-        (pl.col("_o") == "unknown").sum().alias("unknown"),
-        (accepted & pl.col("window_open")).sum().alias("provisional"),
-        att.mean().alias("attempts_mean"),
-        att.median().alias("attempts_median"),
-        pl.when(att.count() > 0).then((att == 1).sum() / att.count()).alias("first_attempt_share"),
+    group = [*keys, "rule"]
+    counts = acc.group_by(group).agg(
+        pl.len().cast(pl.Int64).alias("runs"),
+        accepted.sum().cast(pl.Int64).alias("accepted"),
+        (pl.col("_o") == "rejected").sum().cast(pl.Int64).alias("rejected"),
+        (pl.col("_o") == "unknown").sum().cast(pl.Int64).alias("unknown"),
+        (accepted & pl.col("window_open")).sum().cast(pl.Int64).alias("provisional"),
         pl.col("as_of").first(),
+    )
+    hist = (
+        acc.filter(accepted & pl.col(_ATT).is_not_null())
+        .group_by(*group, _ATT)
+        .agg(pl.len().cast(pl.Int64).alias("count"))
+    )
+    return counts, hist
+
+
+def _combine(counts: pl.LazyFrame, hist: pl.LazyFrame, keys: Sequence[str]) -> pl.LazyFrame:
+    """Rates from (possibly many slices' worth of) counts and histograms."""
+    group = [*keys, "rule"]
+    counts = counts.group_by(group).agg(
+        pl.col("runs", "accepted", "rejected", "unknown", "provisional").sum(),
+        pl.col("as_of").first(),
+    )
+    hist = hist.group_by(*group, _ATT).agg(pl.col("count").sum())
+    att, count = pl.col(_ATT).sort_by(_ATT), pl.col("count").sort_by(_ATT)
+    total, cum = pl.col("count").sum(), count.cum_sum()
+
+    def middle(position: pl.Expr) -> pl.Expr:
+        return att.filter(cum >= position).first()
+
+    stats = hist.group_by(group).agg(
+        ((pl.col(_ATT) * pl.col("count")).sum() / total).alias("attempts_mean"),
+        # the middle value(s) of the sorted attempts: positions ⌈t/2⌉ and ⌊t/2⌋ + 1
+        ((middle((total + 1) // 2) + middle(total // 2 + 1)) / 2).alias("attempts_median"),
+        (pl.col("count").filter(pl.col(_ATT) == 1).sum() / total).alias("first_attempt_share"),
     )
     decided = pl.col("accepted") + pl.col("rejected")
     lo, hi = wilson(pl.col("accepted"), decided)
     return (
-        grouped.with_columns(
+        counts.join(stats, on=group, how="left", nulls_equal=True)
+        .with_columns(
             pl.when(decided > 0).then(pl.col("accepted") / decided).alias("accept_rate"),
             lo.alias("ci_low"),
             hi.alias("ci_high"),
             (decided / pl.col("runs")).alias("decided_share"),
         )
         .select(
-            *by,
+            *keys,
             "rule",
             "runs",
             "accepted",
@@ -116,8 +158,15 @@ def rates_from(
             "provisional",
             "as_of",
         )
-        .sort([*by, "rule"], nulls_last=True)
+        .sort(group, nulls_last=True)
     )
+
+
+def rates_from(
+    acc: pl.LazyFrame, by: Sequence[str] = (), min_tier: str | None = None
+) -> pl.LazyFrame:
+    """Aggregate acceptance rows (with group columns ``by``) into rates."""
+    return _combine(*_partials(acc, by, min_tier), by)
 
 
 def rates(
@@ -128,6 +177,7 @@ def rates(
     min_tier: str | None = None,
     as_of: datetime | str | None = None,
     recorded: bool = True,
+    slice_runs: int = SLICE_RUNS,
 ) -> pl.LazyFrame:
     """Acceptance rates per group and rule (SEMANTICS §10).
 
@@ -140,6 +190,9 @@ def rates(
     min_tier
         Count an outcome as decided only when its tier is at least this strong
         (``verified``, ``reported``, ``heuristic``, ``asserted``).
+    slice_runs
+        Runs evaluated at a time: memory is bounded by it, not by the
+        dataset's size (see :func:`~ocp_analytics.acceptance.slices`).
 
     Returns
     -------
@@ -162,9 +215,20 @@ def rates(
             hint(f"unknown tier {min_tier!r}.", f"use one of {', '.join(TIER_RANK)}.")
         )
     cols = [by] if isinstance(by, str) else list(by)
-    frames = _frames(dataset)
-    acc = acceptance(frames, rules, as_of=as_of, recorded=recorded)
-    return rates_from(_with_groups(acc, frames["runs"], cols), cols, min_tier)
+    alt = resolve_rules(rules)  # type: ignore[arg-type]
+    when = resolve_as_of(as_of)
+    keys = [f"_g{i}" for i in range(len(cols))]
+    counts, hists = [], []
+    for frames in slices(dataset, slice_runs):
+        exprs = _group_exprs(cols, frames["runs"].collect_schema())
+        carry = [e.alias(k) for e, k in zip(exprs, keys, strict=True)]
+        acc = evaluate(frames, alt, when, recorded=recorded, carry=carry)
+        lean = acc.select("rule", "outcome", "tier", "window_open", _ATT, "as_of", *keys)
+        c, h = pl.collect_all(_partials(lean, keys, min_tier))
+        counts.append(c)
+        hists.append(h)
+    out = _combine(pl.concat(counts).lazy(), pl.concat(hists).lazy(), keys)
+    return out.rename(dict(zip(keys, cols, strict=True)))
 
 
 def flips_from(acc: pl.LazyFrame, sample: int = 5) -> pl.LazyFrame:

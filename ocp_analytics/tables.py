@@ -67,12 +67,15 @@ def is_naive_timestamp(col: pl.Expr) -> pl.Expr:
     return col.str.contains(TS_PATTERN) & ~col.str.contains(r"(Z|[+-]\d{2}:\d{2})$")
 
 
-def _cast(frame: pl.DataFrame, table: str) -> pl.DataFrame:
-    schema = S.polars_schema(table)
+_SCHEMAS = {t: S.polars_schema(t) for t in S.TABLES}
+
+
+def _cast(frame: pl.LazyFrame, table: str) -> pl.LazyFrame:
+    have = set(frame.collect_schema().names())
     return frame.select(
         [
-            pl.col(n).cast(t) if n in frame.columns else pl.lit(None, t).alias(n)
-            for n, t in schema.items()
+            pl.col(n).cast(t) if n in have else pl.lit(None, t).alias(n)
+            for n, t in _SCHEMAS[table].items()
         ]
     )
 
@@ -83,8 +86,8 @@ _FIND_COLS = ("run_id", "doc_id", "code", "json_path", "message")
 
 
 def _find(
-    frame: pl.DataFrame, cond: pl.Expr, code: str, path: pl.Expr, message: pl.Expr
-) -> pl.DataFrame:
+    frame: pl.LazyFrame, cond: pl.Expr, code: str, path: pl.Expr, message: pl.Expr
+) -> pl.LazyFrame:
     return frame.filter(cond).select(
         "run_id",
         "doc_id",
@@ -94,10 +97,10 @@ def _find(
     )
 
 
-def _ts_findings(frame: pl.DataFrame, raw: str, path: pl.Expr) -> list[pl.DataFrame]:
-    col = pl.col(raw)
-    bad = col.is_not_null() & ~col.str.contains(TS_PATTERN).fill_null(False)
-    bad = bad | (col.str.contains(TS_PATTERN) & parse_timestamp(col).is_null())
+def _ts_findings(frame: pl.LazyFrame, name: str, path: pl.Expr) -> list[pl.LazyFrame]:
+    """Findings of timestamp ``name`` (parsed) read from ``{name}_raw`` (its text)."""
+    col = pl.col(f"{name}_raw")
+    bad = col.is_not_null() & pl.col(name).is_null()
     return [
         _find(
             frame,
@@ -117,8 +120,8 @@ def _ts_findings(frame: pl.DataFrame, raw: str, path: pl.Expr) -> list[pl.DataFr
 
 
 def _enum_finding(
-    frame: pl.DataFrame, col: str, values: tuple[str, ...], path: pl.Expr
-) -> pl.DataFrame:
+    frame: pl.LazyFrame, col: str, values: tuple[str, ...], path: pl.Expr
+) -> pl.LazyFrame:
     c = pl.col(col)
     return _find(
         frame,
@@ -130,8 +133,8 @@ def _enum_finding(
 
 
 def _integer_fields(
-    frame: pl.DataFrame, cols: list[str], path_fmt: str, idx: str
-) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
+    frame: pl.LazyFrame, cols: list[str], path_fmt: str, idx: str
+) -> tuple[pl.LazyFrame, list[pl.LazyFrame]]:
     found = []
     for c in cols:
         frac = pl.col(c).is_not_null() & (pl.col(c).is_nan() | (pl.col(c) != pl.col(c).floor()))
@@ -151,7 +154,7 @@ def _integer_fields(
 # --- per table ----------------------------------------------------------------
 
 
-def _explode(docs: pl.DataFrame, path: list[str], idx: str) -> pl.DataFrame:
+def _explode(docs: pl.LazyFrame, path: list[str], idx: str) -> pl.LazyFrame:
     expr = pl.col("doc")
     for p in path:
         expr = expr.struct.field(p)
@@ -164,7 +167,7 @@ def _explode(docs: pl.DataFrame, path: list[str], idx: str) -> pl.DataFrame:
     )
 
 
-def _signals(docs: pl.DataFrame) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
+def _signals(docs: pl.LazyFrame) -> tuple[pl.LazyFrame, list[pl.LazyFrame]]:
     sig = _explode(docs, ["run", "signals"], "sig_idx")
     v = pl.col("value")
     vtype = pl.coalesce(
@@ -176,22 +179,26 @@ def _signals(docs: pl.DataFrame) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
         .otherwise(pl.lit("string")),
     )
     quoted = pl.struct(v=v).struct.json_encode().str.slice(5).str.head(-1)
-    sig = sig.with_columns(vtype.alias("vtype")).with_columns(
-        v.alias("value_text"),
-        pl.when(pl.col("vtype") == "number")
-        .then(v.cast(pl.Float64, strict=False))
-        .alias("value_num"),
-        pl.when(pl.col("vtype") == "string")
-        .then(quoted)
-        .when(pl.col("vtype") == "null")
-        .then(pl.lit("null"))
-        .otherwise(v)
-        .alias("value_json"),
-        parse_timestamp(pl.col("observed_at")).alias("observed_at"),
-        pl.col("observed_at").alias("observed_at_raw"),
-        pl.col("source").struct.field("kind").alias("source_kind"),
-        pl.col("source").struct.field("ref").alias("source_ref"),
-        pl.col("id").alias("signal_id"),
+    sig = (
+        sig.with_columns(vtype.alias("vtype"))
+        .with_columns(
+            v.alias("value_text"),
+            pl.when(pl.col("vtype") == "number")
+            .then(v.cast(pl.Float64, strict=False))
+            .alias("value_num"),
+            pl.when(pl.col("vtype") == "string")
+            .then(quoted)
+            .when(pl.col("vtype") == "null")
+            .then(pl.lit("null"))
+            .otherwise(v)
+            .alias("value_json"),
+            parse_timestamp(pl.col("observed_at")).alias("observed_at"),
+            pl.col("observed_at").alias("observed_at_raw"),
+            pl.col("source").struct.field("kind").alias("source_kind"),
+            pl.col("source").struct.field("ref").alias("source_ref"),
+            pl.col("id").alias("signal_id"),
+        )
+        .cache()
     )
     base = "$.run.signals[{}]"
     path = lambda f: pl.format(base + f, pl.col("sig_idx"))  # noqa: E731
@@ -207,7 +214,7 @@ def _signals(docs: pl.DataFrame) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
         )
     ).fill_null(False)
     found = [
-        *_ts_findings(sig, "observed_at_raw", path(".observed_at")),
+        *_ts_findings(sig, "observed_at", path(".observed_at")),
         _find(
             sig,
             bad_value,
@@ -227,25 +234,29 @@ def _signals(docs: pl.DataFrame) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
     return _cast(sig, "signals"), found
 
 
-def _attempts(docs: pl.DataFrame) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
+def _attempts(docs: pl.LazyFrame) -> tuple[pl.LazyFrame, list[pl.LazyFrame]]:
     att = _explode(docs, ["attempts"], "att_idx")
     cost = pl.col("cost")
-    att = att.with_columns(
-        pl.col("id").alias("attempt_id"),
-        pl.col("started_at").alias("started_at_raw"),
-        pl.col("ended_at").alias("ended_at_raw"),
-        pl.col("outcome").struct.field("result").alias("outcome_result"),
-        pl.col("outcome").struct.field("evidence").alias("outcome_evidence"),
-        pl.col("model").struct.field("raw").alias("model_raw"),
-        pl.col("model").struct.field("id").alias("model_id"),
-        pl.col("role").struct.field("value").alias("role"),
-        pl.col("phase").struct.field("value").alias("phase"),
-        pl.col("cause").struct.field("type").alias("cause_type"),
-        cost.struct.field("usd").alias("cost_usd"),
-        *[cost.struct.field(t).alias(t) for t in S.COST_TOKENS],
-    ).with_columns(
-        parse_timestamp(pl.col("started_at_raw")).alias("started_at"),
-        parse_timestamp(pl.col("ended_at_raw")).alias("ended_at"),
+    att = (
+        att.with_columns(
+            pl.col("id").alias("attempt_id"),
+            pl.col("started_at").alias("started_at_raw"),
+            pl.col("ended_at").alias("ended_at_raw"),
+            pl.col("outcome").struct.field("result").alias("outcome_result"),
+            pl.col("outcome").struct.field("evidence").alias("outcome_evidence"),
+            pl.col("model").struct.field("raw").alias("model_raw"),
+            pl.col("model").struct.field("id").alias("model_id"),
+            pl.col("role").struct.field("value").alias("role"),
+            pl.col("phase").struct.field("value").alias("phase"),
+            pl.col("cause").struct.field("type").alias("cause_type"),
+            cost.struct.field("usd").alias("cost_usd"),
+            *[cost.struct.field(t).alias(t) for t in S.COST_TOKENS],
+        )
+        .with_columns(
+            parse_timestamp(pl.col("started_at_raw")).alias("started_at"),
+            parse_timestamp(pl.col("ended_at_raw")).alias("ended_at"),
+        )
+        .cache()
     )
     att, found = _integer_fields(att, ["n", "round"], "$.attempts[{{}}].{}", "att_idx")
     att, found_cost = _integer_fields(
@@ -254,22 +265,26 @@ def _attempts(docs: pl.DataFrame) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
     path = lambda f: pl.format("$.attempts[{}]" + f, pl.col("att_idx"))  # noqa: E731
     found += [
         *found_cost,
-        *_ts_findings(att, "started_at_raw", path(".started_at")),
-        *_ts_findings(att, "ended_at_raw", path(".ended_at")),
+        *_ts_findings(att, "started_at", path(".started_at")),
+        *_ts_findings(att, "ended_at", path(".ended_at")),
         _enum_finding(att, "status", S.ATTEMPT_STATUSES, path(".status")),
     ]
     return _cast(att, "attempts"), found
 
 
-def _artifacts(docs: pl.DataFrame) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
-    art = _explode(docs, ["artifacts"], "art_idx").with_columns(
-        pl.col("id").alias("artifact_id"),
-        pl.col("kind").struct.field("value").alias("kind"),
-        pl.col("first_write_at").alias("first_write_at_raw"),
-        parse_timestamp(pl.col("first_write_at")).alias("first_write_at"),
+def _artifacts(docs: pl.LazyFrame) -> tuple[pl.LazyFrame, list[pl.LazyFrame]]:
+    art = (
+        _explode(docs, ["artifacts"], "art_idx")
+        .with_columns(
+            pl.col("id").alias("artifact_id"),
+            pl.col("kind").struct.field("value").alias("kind"),
+            pl.col("first_write_at").alias("first_write_at_raw"),
+            parse_timestamp(pl.col("first_write_at")).alias("first_write_at"),
+        )
+        .cache()
     )
     path = pl.format("$.artifacts[{}].first_write_at", pl.col("art_idx"))
-    return _cast(art, "artifacts"), _ts_findings(art, "first_write_at_raw", path)
+    return _cast(art, "artifacts"), _ts_findings(art, "first_write_at", path)
 
 
 def _labels_of(obj: Any) -> tuple[list[dict[str, str]] | None, str | None]:
@@ -369,11 +384,11 @@ def _side_members(docs: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _rules(docs: pl.DataFrame, side: pl.DataFrame) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
+def _rules(docs: pl.LazyFrame, side: pl.LazyFrame) -> tuple[pl.LazyFrame, list[pl.LazyFrame]]:
     rules = (
         side.drop("labels", "labels_problem")
         .filter(pl.col("has_rule"))
-        .join(docs.select("doc_id", "run_id"), on="doc_id")
+        .join(docs.select("doc_id", "run_id"), on="doc_id", maintain_order="left")
     )
     problems = (
         rules.select("run_id", "doc_id", "problems")
@@ -392,13 +407,13 @@ def _rules(docs: pl.DataFrame, side: pl.DataFrame) -> tuple[pl.DataFrame, list[p
 
 
 def _runs(
-    docs: pl.DataFrame, side: pl.DataFrame, meta: ChunkMeta, batch_id: str
-) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
+    docs: pl.LazyFrame, side: pl.LazyFrame, meta: ChunkMeta, batch_id: str
+) -> tuple[pl.LazyFrame, list[pl.LazyFrame]]:
     run = pl.col("doc").struct.field("run")
     task = run.struct.field("task")
     labels = side.select("doc_id", "labels", "labels_problem")
     runs = (
-        docs.join(labels, on="doc_id", how="left")
+        docs.join(labels, on="doc_id", how="left", maintain_order="left")
         .with_columns(
             pl.col("doc").struct.field("ocp").alias("ocp_version"),
             pl.col("doc").struct.field("producer").struct.field("name").alias("producer_name"),
@@ -426,10 +441,11 @@ def _runs(
             parse_timestamp(pl.col("started_at_raw")).alias("started_at"),
             parse_timestamp(pl.col("ended_at_raw")).alias("ended_at"),
         )
+        .cache()
     )
     found = [
-        *_ts_findings(runs, "started_at_raw", pl.lit("$.run.started_at")),
-        *_ts_findings(runs, "ended_at_raw", pl.lit("$.run.ended_at")),
+        *_ts_findings(runs, "started_at", pl.lit("$.run.started_at")),
+        *_ts_findings(runs, "ended_at", pl.lit("$.run.ended_at")),
         _find(
             runs,
             pl.col("labels_problem").is_not_null(),
@@ -441,7 +457,7 @@ def _runs(
     return runs, found
 
 
-def _quarantine_checks(docs: pl.DataFrame) -> pl.DataFrame:
+def _quarantine_checks(docs: pl.LazyFrame) -> pl.LazyFrame:
     """Decoded texts that are still not readable runs: code and message each."""
     run = pl.col("doc").struct.field("run")
     rid = run.struct.field("id")
@@ -474,22 +490,27 @@ def _quarantine_checks(docs: pl.DataFrame) -> pl.DataFrame:
 def build_tables(dec: Decoded, meta: ChunkMeta, doc_id_base: int, batch_id: str) -> ChunkTables:
     """Build every table of one decoded chunk.
 
-    ``doc_id`` of the text at position ``pos`` is ``doc_id_base + pos``.
+    ``doc_id`` of the text at position ``pos`` is ``doc_id_base + pos``. The
+    tables are planned lazily and materialized together (one
+    :func:`polars.collect_all`), so the steps they share run once.
     """
-    checked = _quarantine_checks(dec.frame)
-    bad = checked.filter(pl.col("q_code").is_not_null())
-    quarantine = [
-        (int(p), c, m, jp)
-        for p, c, m, jp in bad.select("pos", "q_code", "q_message", "q_path").iter_rows()
-    ]
-    quarantine += [(r.pos, r.code, r.message, r.json_path) for r in dec.rejected]
-    docs = checked.filter(pl.col("q_code").is_null()).select(
-        "pos",
-        "doc",
-        "text",
-        (pl.col("pos").cast(pl.Int64) + doc_id_base).alias("doc_id"),
-        pl.col("doc").struct.field("run").struct.field("id").alias("run_id"),
+    checked = _quarantine_checks(dec.frame.lazy())
+    bad, docs = pl.collect_all(
+        [
+            checked.filter(pl.col("q_code").is_not_null()).select(
+                "pos", "q_code", "q_message", "q_path"
+            ),
+            checked.filter(pl.col("q_code").is_null()).select(
+                "pos",
+                "doc",
+                "text",
+                (pl.col("pos").cast(pl.Int64) + doc_id_base).alias("doc_id"),
+                pl.col("doc").struct.field("run").struct.field("id").alias("run_id"),
+            ),
+        ]
     )
+    quarantine = [(int(p), c, m, jp) for p, c, m, jp in bad.iter_rows()]
+    quarantine += [(r.pos, r.code, r.message, r.json_path) for r in dec.rejected]
     pos = docs.get_column("pos").to_list()
     docs = docs.with_columns(
         pl.Series("source_line", [meta.lines[p] for p in pos], dtype=pl.Int64),
@@ -500,37 +521,44 @@ def build_tables(dec: Decoded, meta: ChunkMeta, doc_id_base: int, batch_id: str)
             dtype=pl.String,
         ),
     )
-    side = _side_members(docs)
-    runs, found = _runs(docs, side, meta, batch_id)
-    rules, f_rules = _rules(docs, side)
+    side = _side_members(docs).lazy()
+    lazy_docs = docs.lazy()
+    runs, found = _runs(lazy_docs, side, meta, batch_id)
+    rules, f_rules = _rules(lazy_docs, side)
     runs = runs.join(
-        rules.select("doc_id", pl.col("name").alias("rule_name")), on="doc_id", how="left"
+        rules.select("doc_id", pl.col("name").alias("rule_name")),
+        on="doc_id",
+        how="left",
+        maintain_order="left",
     )
-    signals, f_sig = _signals(docs)
-    attempts, f_att = _attempts(docs)
-    artifacts, f_art = _artifacts(docs)
-    slow = _slow_findings(dec, docs)
+    signals, f_sig = _signals(lazy_docs)
+    attempts, f_att = _attempts(lazy_docs)
+    artifacts, f_art = _artifacts(lazy_docs)
+    slow = _slow_findings(dec, lazy_docs)
     findings = pl.concat(
         [f.select(_FIND_COLS) for f in [*found, *f_rules, *f_sig, *f_att, *f_art, slow]]
     )
     findings = findings.join(
-        docs.select("doc_id", "source_line", "source_index"), on="doc_id", how="left"
+        lazy_docs.select("doc_id", "source_line", "source_index"),
+        on="doc_id",
+        how="left",
+        maintain_order="left",
     ).with_columns(pl.lit(meta.source_path).alias("source_path"))
-    return ChunkTables(
-        {
-            "runs": _cast(runs, "runs"),
-            "attempts": attempts,
-            "signals": signals,
-            "rules": rules,
-            "artifacts": artifacts,
-            "findings": _cast(findings, "findings"),
-            "quarantine": quarantine_frame(quarantine, meta, batch_id),
-        }
-    )
+    planned = {
+        "runs": _cast(runs, "runs"),
+        "attempts": attempts,
+        "signals": signals,
+        "rules": rules,
+        "artifacts": artifacts,
+        "findings": _cast(findings, "findings"),
+    }
+    frames = dict(zip(planned, pl.collect_all(planned.values()), strict=True))
+    frames["quarantine"] = quarantine_frame(quarantine, meta, batch_id)
+    return ChunkTables(frames)
 
 
-def _slow_findings(dec: Decoded, docs: pl.DataFrame) -> pl.DataFrame:
-    frame = pl.DataFrame(
+def _slow_findings(dec: Decoded, docs: pl.LazyFrame) -> pl.LazyFrame:
+    frame = pl.LazyFrame(
         {
             "pos": pl.Series([f.pos for f in dec.findings], dtype=pl.UInt32),
             "code": pl.Series([f.code for f in dec.findings], dtype=pl.String),
@@ -538,7 +566,7 @@ def _slow_findings(dec: Decoded, docs: pl.DataFrame) -> pl.DataFrame:
             "message": pl.Series([f.message for f in dec.findings], dtype=pl.String),
         }
     )
-    return frame.join(docs.select("pos", "run_id", "doc_id"), on="pos")
+    return frame.join(docs.select("pos", "run_id", "doc_id"), on="pos", maintain_order="left")
 
 
 def quarantine_frame(

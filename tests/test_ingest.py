@@ -167,6 +167,31 @@ def test_same_run_twice_in_one_file_keeps_the_later(tmp_path: Path) -> None:
     assert runs.get_column("title").to_list() == ["second"]
 
 
+@pytest.mark.parametrize("merge_rows", [1, 3, 1_000_000])
+@pytest.mark.parametrize("workers", [0, 2])
+def test_classification_across_chunks_and_merges(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, merge_rows: int, workers: int
+) -> None:
+    """New / replaced / unchanged are the same however the known runs are held."""
+    from ocp_analytics.ingest import _Known
+
+    monkeypatch.setattr(_Known, "MERGE_ROWS", merge_rows)
+    doc = json.loads((EXAMPLES / "v0.3" / "solo.ocp.json").read_text())
+    lines = []
+    for i in range(12):
+        doc["run"]["id"] = f"r{i % 5}"  # ids repeat across chunks of 2
+        doc["run"]["title"] = f"t{i % 7}"  # sometimes the same content again
+        lines.append(json.dumps(doc))
+    (tmp_path / "a.ndjson").write_text("\n".join(lines) + "\n")
+    s = oa.ingest(tmp_path / "a.ndjson", tmp_path / "ds", chunk_docs=2, workers=workers)
+    assert (s.runs_new, s.runs_replaced, s.runs_unchanged) == (5, 7, 0)
+    (tmp_path / "b.ndjson").write_text("\n".join(lines[-5:]) + "\n")
+    again = oa.ingest(tmp_path / "b.ndjson", tmp_path / "ds", chunk_docs=2, workers=workers)
+    assert (again.runs_new, again.runs_replaced, again.runs_unchanged) == (0, 0, 5)
+    runs = oa.scan_dataset(tmp_path / "ds").runs.collect().sort("run_id")
+    assert runs.get_column("title").to_list() == [f"t{i % 7}" for i in (10, 11, 7, 8, 9)]
+
+
 def _write(path: Path, doc: dict) -> Path:
     path.write_text(json.dumps(doc))
     return path

@@ -1,0 +1,175 @@
+"""Acceptance, rates and compare from the dataset and the command line.
+
+Sliced evaluation (a ``doc_id`` range at a time) must give exactly what one
+pass over every run gives, including across batches and replaced runs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sys
+from pathlib import Path
+
+import orjson
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+from polars.testing import assert_frame_equal
+from typer.testing import CliRunner
+
+import ocp_analytics as oa
+from ocp_analytics.acceptance import _frames, doc_ranges
+from ocp_analytics.cli import app
+from ocp_analytics.rates import _with_groups, rates_from
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # benchmarks/ is not an installed package
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.generate import generate_documents, write_rules  # noqa: E402
+
+AS_OF = "2027-01-01T00:00:00Z"
+EXAMPLES = Path(__file__).parent / "data" / "examples"
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """1,500 generated runs over three batches, the last replacing 50 runs."""
+    tmp = tmp_path_factory.mktemp("gen")
+    docs = list(generate_documents(1500, seed=7))
+    for i, part in enumerate((docs[:700], docs[700:1500])):
+        (tmp / f"part-{i}.ndjson").write_bytes(b"\n".join(orjson.dumps(d) for d in part) + b"\n")
+    changed = []
+    for d in docs[100:150]:
+        d = json.loads(json.dumps(d))
+        d["run"]["signals"] = d["run"].get("signals", [])[:1]
+        changed.append(d)
+    (tmp / "again.ndjson").write_bytes(b"\n".join(orjson.dumps(d) for d in changed) + b"\n")
+    ds = tmp / "ds"
+    oa.ingest([tmp / "part-0.ndjson", tmp / "part-1.ndjson"], ds, commit_docs=500, chunk_docs=300)
+    summary = oa.ingest(tmp / "again.ndjson", ds)
+    assert summary.runs_replaced == 50
+    return ds, write_rules(tmp / "rules.toml", 6, seed=3)
+
+
+def _unsliced_rates(ds: Path, rules: Path, by: list[str], min_tier: str | None) -> pl.DataFrame:
+    frames = _frames(ds)
+    acc = oa.acceptance(frames, rules, as_of=AS_OF)
+    return rates_from(_with_groups(acc, frames["runs"], by), by, min_tier).collect()
+
+
+def test_ranges_follow_batches(generated: tuple[Path, Path]) -> None:
+    ds, _ = generated
+    ranges = doc_ranges(oa.scan_dataset(ds).manifest, 400)
+    assert len(ranges) >= 4
+    assert all(lo < hi for lo, hi in ranges)
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(ranges))
+    assert doc_ranges(None) == [] and doc_ranges(oa.scan_dataset(ds).manifest.head(0)) == []
+
+
+@pytest.mark.parametrize(
+    ("by", "min_tier"),
+    [([], None), (["label.team"], None), (["task_type", "label.team"], "reported")],
+)
+def test_sliced_rates_equal_one_pass(
+    generated: tuple[Path, Path], by: list[str], min_tier: str | None
+) -> None:
+    ds, rules = generated
+    sliced = oa.rates(ds, rules, by=by, min_tier=min_tier, as_of=AS_OF, slice_runs=250).collect()
+    assert_frame_equal(sliced, _unsliced_rates(ds, rules, by, min_tier))
+    assert sliced.filter(pl.col("rule") == "recorded")["runs"].sum() == 1500
+
+
+def test_sliced_acceptance_file_equals_acceptance(generated: tuple[Path, Path]) -> None:
+    ds, rules = generated
+    out = ds.parent / "acc.parquet"
+    rows = oa.write_acceptance(ds, out, rules, as_of=AS_OF, slice_runs=250)
+    assert rows == 1500 * 7
+    got = pl.read_parquet(out).sort("run_id", "rule")
+    want = oa.acceptance(ds, rules, as_of=AS_OF).collect().sort("run_id", "rule")
+    assert_frame_equal(got, want)
+    meta = pq.read_schema(out).metadata
+    assert meta[b"ocp_analytics.as_of"] == b"2027-01-01T00:00:00+00:00"
+    assert not list(ds.parent.glob(".acc.parquet.*"))
+
+
+def test_rates_by_unknown_column_says_what_to_use(generated: tuple[Path, Path]) -> None:
+    ds, _ = generated
+    with pytest.raises(oa.OcpAnalyticsError, match=r"label\.KEY"):
+        oa.rates(ds, by=["no_such_column"])
+
+
+def test_rates_median_and_shares_from_histogram() -> None:
+    acc = pl.LazyFrame(
+        {
+            "rule": ["r"] * 6,
+            "outcome": ["accepted"] * 5 + ["rejected"],
+            "tier": ["verified"] * 6,
+            "window_open": [False, True, False, False, False, False],
+            "attempts_to_acceptance": [1, 4, 2, 1, None, None],
+            "as_of": [None] * 6,
+        },
+        schema_overrides={"as_of": pl.Datetime("us", "UTC")},
+    )
+    row = rates_from(acc).collect().row(0, named=True)
+    assert (row["runs"], row["accepted"], row["rejected"], row["provisional"]) == (6, 5, 1, 1)
+    assert row["attempts_median"] == 1.5  # (1, 1, 2, 4): middle two are 1 and 2
+    assert row["attempts_mean"] == 2.0
+    assert row["first_attempt_share"] == 0.5
+
+
+# --- command line ------------------------------------------------------------------
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def examples_ds(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    ds = tmp_path_factory.mktemp("cli") / "ds"
+    result = runner.invoke(app, ["ingest", str(EXAMPLES), "--out", str(ds)])
+    assert result.exit_code == 0, result.output
+    return ds
+
+
+def test_cli_accept_formats(examples_ds: Path, tmp_path: Path) -> None:
+    args = ["accept", str(examples_ds), "--rule", "tests+review", "--as-of", AS_OF]
+    table = runner.invoke(app, args)
+    assert table.exit_code == 0, table.output
+    assert "as_of: 2027-01-01T00:00:00+00:00" in table.output
+    as_json = runner.invoke(app, [*args, "--format", "json"])
+    body = json.loads(as_json.stdout)
+    assert body["as_of"] == "2027-01-01T00:00:00+00:00"
+    assert {r["rule"] for r in body["rows"]} == {"recorded", "tests+review"}
+    out = tmp_path / "acc.parquet"
+    written = runner.invoke(app, [*args, "--format", "parquet", "--out", str(out)])
+    assert written.exit_code == 0, written.output
+    assert pl.read_parquet(out).height == len(body["rows"])
+    csv = runner.invoke(app, [*args, "--format", "csv", "--out", str(tmp_path / "a.csv")])
+    assert csv.exit_code == 0
+    assert pl.read_csv(tmp_path / "a.csv").height == len(body["rows"])
+
+
+def test_cli_rates_and_compare(examples_ds: Path) -> None:
+    rates = runner.invoke(
+        app,
+        ["rates", str(examples_ds), "--rule", "tests", "--by", "ocp_version", "--format", "json"],
+    )
+    assert rates.exit_code == 0, rates.output
+    rows = json.loads(rates.stdout)["rows"]
+    assert {r["rule"] for r in rows} == {"recorded", "tests"}
+    compare = runner.invoke(
+        app, ["compare", str(examples_ds), "--rule", "tests", "--rule", "tests+review"]
+    )
+    assert compare.exit_code == 0, compare.output
+    assert "flips" in compare.output
+
+
+def test_cli_errors_exit_1_with_a_hint(examples_ds: Path, tmp_path: Path) -> None:
+    bad_rule = runner.invoke(app, ["accept", str(examples_ds), "--rule", "tests+"])
+    assert bad_rule.exit_code == 1
+    assert "Hint" in bad_rule.output
+    bad_by = runner.invoke(app, ["rates", str(examples_ds), "--by", "nope"])
+    assert bad_by.exit_code == 1 and "label.KEY" in bad_by.output
+    missing = runner.invoke(app, ["rates", str(tmp_path / "nothing")])
+    assert missing.exit_code == 1
