@@ -27,6 +27,10 @@ from benchmarks.generate import write_ndjson, write_rules
 HERE = Path(__file__).parent
 
 
+class FigureFailed(RuntimeError):
+    """A figure's process failed (for example, killed for lack of memory)."""
+
+
 @dataclass
 class Figure:
     """One measured figure."""
@@ -51,7 +55,7 @@ def _child(name: str, data: Path, work: Path, rules: Path | None) -> tuple[float
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode:
-        raise SystemExit(f"figure {name} failed with exit code {proc.returncode}")
+        raise FigureFailed(f"figure {name} failed with exit code {proc.returncode}")
     result = orjson.loads(out.splitlines()[-1])
     peak = max(usage.ru_maxrss / 1024, result.get("tree_peak_mb", 0.0))
     return result["seconds"], result["rows"], peak
@@ -130,14 +134,27 @@ def run(
         ("sql_rates_20", "sql_rates", (20, r20), repeat, False),
         ("reference_20", "reference", (20, r20), 1, False),
     ]
-    figs = [
-        measure(key, name, data, work, rules, n, fresh=fresh)
-        for key, name, rules, n, fresh in plan
-        if figures is None or key in figures
-    ]
+    figs, failed = [], {}
+    for key, name, rules, n, fresh in plan:
+        if figures is not None and key not in figures:
+            continue
+        try:
+            figs.append(measure(key, name, data, work, rules, n, fresh=fresh))
+        except FigureFailed as exc:
+            print(exc, flush=True)
+            failed[key] = str(exc)
     by = {f.key: f for f in figs}
     ratios = _ratios(by, docs)
+    end_to_end = {}
+    if "ingest" in by and "rates_team_20" in by:
+        ing, rat = by["ingest"], by["rates_team_20"]
+        end_to_end = {
+            "seconds": ing.seconds + rat.seconds,
+            "peak_rss_mb": max(ing.peak_rss_mb, rat.peak_rss_mb),
+        }
     return {
+        "failed": failed,
+        "end_to_end_ingest_rates_20": end_to_end,
         "docs": docs,
         "bytes": size,
         "seed": seed,
@@ -193,6 +210,15 @@ def render(results: dict[str, object]) -> str:
     assert isinstance(ratios, dict)
     lines += ["", "Ratios (same run):", ""]
     lines += [f"- {k}: {v:.2f}" for k, v in ratios.items()]
+    e2e = results.get("end_to_end_ingest_rates_20")
+    if isinstance(e2e, dict) and e2e:
+        lines.append(
+            f"- end to end (ingest + rates by team x 20 rules): {e2e['seconds']:.1f} s, "
+            f"peak RSS {e2e['peak_rss_mb']:,.0f} MB"
+        )
+    failed = results.get("failed")
+    if isinstance(failed, dict) and failed:
+        lines += ["", "Failed: " + "; ".join(failed.values())]
     m = results["machine"]
     assert isinstance(m, dict)
     lines += ["", "Machine: " + ", ".join(f"{k} {v}" for k, v in m.items())]

@@ -91,13 +91,24 @@ def ingest(
     out: Annotated[Path, typer.Option("--out", "-o", help="The dataset folder.")],
     strict: Annotated[bool, typer.Option(help="Exit 3 when anything was quarantined.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    workers: Annotated[
+        int | None,
+        typer.Option(min=0, help="Threads decoding chunks (default: one per core, at most 2)."),
+    ] = None,
 ) -> None:
     """Ingest OCP run documents into a Parquet dataset."""
+    from ocp_analytics.ingest import WORKERS
     from ocp_analytics.ingest import ingest as run_ingest
 
     progress = _RichProgress() if (sys.stderr.isatty() and not quiet) else None
     try:
-        summary = run_ingest(sources, out, strict=False, progress=progress)
+        summary = run_ingest(
+            sources,
+            out,
+            strict=False,
+            progress=progress,
+            workers=WORKERS if workers is None else workers,
+        )
     except OcpAnalyticsError as exc:
         raise _fail(exc) from exc
     typer.echo(str(summary))

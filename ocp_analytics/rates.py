@@ -14,14 +14,12 @@ import polars as pl
 from ocp_analytics.acceptance import (
     SLICE_RUNS,
     TIER_RANK,
-    _frames,
-    acceptance,
     evaluate,
     resolve_as_of,
     slices,
 )
 from ocp_analytics.exceptions import OcpAnalyticsError, hint
-from ocp_analytics.rules import resolve_rules
+from ocp_analytics.rules import RECORDED, resolve_rules
 
 Z95 = 1.959963984540054
 LABEL_PREFIX = "label."
@@ -169,6 +167,99 @@ def rates_from(
     return _combine(*_partials(acc, by, min_tier), by)
 
 
+def _sliced(
+    dataset: object,
+    rules: object,
+    cols: list[str],
+    min_tier: str | None,
+    as_of: datetime | str | None,
+    recorded: bool,
+    slice_runs: int,
+    sample: int | None = None,
+) -> tuple[pl.LazyFrame, pl.LazyFrame | None]:
+    """Rates (and, given ``sample``, flips), evaluating a slice of runs at a time."""
+    alt = resolve_rules(rules)  # type: ignore[arg-type]
+    when = resolve_as_of(as_of)
+    names = ([RECORDED] if recorded else []) + [r.name for r in alt]
+    keys = [f"_g{i}" for i in range(len(cols))]
+    counts, hists, flips = [], [], []
+    for frames in slices(dataset, slice_runs):
+        exprs = _group_exprs(cols, frames["runs"].collect_schema())
+        carry = [e.alias(k) for e, k in zip(exprs, keys, strict=True)]
+        acc = evaluate(frames, alt, when, recorded=recorded, carry=carry)
+        needed = ["rule", "outcome", "tier", "window_open", _ATT, "as_of", *keys]
+        lean = acc.select(needed)
+        if sample is not None:
+            held = acc.select("run_id", *needed).collect()
+            flips.append(_flip_counts(held, names, sample))
+            lean = held.lazy()
+        c, h = pl.collect_all(_partials(lean, keys, min_tier))
+        counts.append(c)
+        hists.append(h)
+    out = _combine(pl.concat(counts).lazy(), pl.concat(hists).lazy(), keys)
+    out = out.rename(dict(zip(keys, cols, strict=True)))
+    if sample is None:
+        return out, None
+    return out, _combine_flips(flips, sample)
+
+
+def _flip_counts(acc: pl.DataFrame, names: list[str], sample: int) -> pl.DataFrame:
+    """Per ordered rule pair: runs, flips and the first run ids flipped, for one slice.
+
+    One column of accepted flags per rule (rules are numbered, so no name can
+    clash with ``run_id``), then a sum and a ``bottom_k`` per pair: no
+    runs × rules² join.
+    """
+    number = {n: f"r{i}" for i, n in enumerate(names)}
+    wide = acc.select(
+        "run_id",
+        pl.col("rule").replace_strict(number, return_dtype=pl.String),
+        (pl.col("outcome") == "accepted").alias("accepted"),
+    ).pivot(on="rule", index="run_id", values="accepted")
+    pairs = [(a, b) for a in names for b in names if a != b]
+    exprs = [pl.len().alias("runs")]
+    for k, (a, b) in enumerate(pairs):
+        flip = pl.col(number[a]).fill_null(False) & ~pl.col(number[b]).fill_null(True)
+        exprs += [
+            flip.sum().alias(f"f{k}"),
+            pl.col("run_id").filter(flip).bottom_k(sample).implode().alias(f"s{k}"),
+        ]
+    row = wide.select(exprs).row(0, named=True)
+    return pl.DataFrame(
+        {
+            "rule_a": [a for a, _ in pairs],
+            "rule_b": [b for _, b in pairs],
+            "runs_compared": [row["runs"]] * len(pairs),
+            "flips": [row[f"f{k}"] for k in range(len(pairs))],
+            "sample_run_ids": [row[f"s{k}"] for k in range(len(pairs))],
+        },
+        schema={
+            "rule_a": pl.String,
+            "rule_b": pl.String,
+            "runs_compared": pl.UInt32,
+            "flips": pl.UInt32,
+            "sample_run_ids": pl.List(pl.String),
+        },
+    )
+
+
+def _combine_flips(parts: list[pl.DataFrame], sample: int) -> pl.LazyFrame:
+    return (
+        pl.concat(parts)
+        .lazy()
+        .group_by("rule_a", "rule_b")
+        .agg(
+            pl.col("runs_compared").sum(),
+            pl.col("flips").sum(),
+            pl.col("sample_run_ids")
+            .list.explode(keep_nulls=False, empty_as_null=False)
+            .sort()
+            .head(sample),
+        )
+        .sort("rule_a", "rule_b")
+    )
+
+
 def rates(
     dataset: object,
     rules: object = None,
@@ -215,20 +306,7 @@ def rates(
             hint(f"unknown tier {min_tier!r}.", f"use one of {', '.join(TIER_RANK)}.")
         )
     cols = [by] if isinstance(by, str) else list(by)
-    alt = resolve_rules(rules)  # type: ignore[arg-type]
-    when = resolve_as_of(as_of)
-    keys = [f"_g{i}" for i in range(len(cols))]
-    counts, hists = [], []
-    for frames in slices(dataset, slice_runs):
-        exprs = _group_exprs(cols, frames["runs"].collect_schema())
-        carry = [e.alias(k) for e, k in zip(exprs, keys, strict=True)]
-        acc = evaluate(frames, alt, when, recorded=recorded, carry=carry)
-        lean = acc.select("rule", "outcome", "tier", "window_open", _ATT, "as_of", *keys)
-        c, h = pl.collect_all(_partials(lean, keys, min_tier))
-        counts.append(c)
-        hists.append(h)
-    out = _combine(pl.concat(counts).lazy(), pl.concat(hists).lazy(), keys)
-    return out.rename(dict(zip(keys, cols, strict=True)))
+    return _sliced(dataset, rules, cols, min_tier, as_of, recorded, slice_runs)[0]
 
 
 def flips_from(acc: pl.LazyFrame, sample: int = 5) -> pl.LazyFrame:
@@ -264,13 +342,15 @@ def compare(
     as_of: datetime | str | None = None,
     sample: int = 5,
     recorded: bool = True,
+    slice_runs: int = SLICE_RUNS,
 ) -> tuple[pl.LazyFrame, pl.LazyFrame]:
     """Teams' bars side by side: a rate matrix and rule-versus-rule flips.
 
     Returns ``(matrix, flips)``: ``matrix`` has one row per group and a column
     per rule (``accept_rate`` formatted with its interval is left to the
     caller; the numeric columns are ``<rule>``, ``<rule>__low``,
-    ``<rule>__high``), ``flips`` is :func:`flips_from` over the same rows.
+    ``<rule>__high``), ``flips`` is what :func:`flips_from` gives over the
+    same rows, computed a slice of ``slice_runs`` runs at a time.
 
     Examples
     --------
@@ -282,9 +362,9 @@ def compare(
     3
     """
     cols = [by] if isinstance(by, str) else list(by)
-    frames = _frames(dataset)
-    acc = acceptance(frames, rules, as_of=as_of, recorded=recorded).collect().lazy()
-    long = rates_from(_with_groups(acc, frames["runs"], cols), cols).collect()
+    rated, flips = _sliced(dataset, rules, cols, None, as_of, recorded, slice_runs, sample)
+    assert flips is not None
+    long = rated.collect()
     names = long.get_column("rule").unique(maintain_order=True).to_list()
     keys = cols or ["_all"]
     long = long.with_columns(pl.lit("all").alias("_all")) if not cols else long
@@ -301,7 +381,7 @@ def compare(
         ren[f"ci_high_{n}"] = f"{n}__high"
     matrix = matrix.rename({k: v for k, v in ren.items() if k in matrix.columns})
     ordered = [c for n in names for c in (n, f"{n}__low", f"{n}__high") if c in matrix.columns]
-    return matrix.select(*keys, *ordered).lazy(), flips_from(acc, sample)
+    return matrix.select(*keys, *ordered).lazy(), flips
 
 
 def format_rate(rate: float | None, low: float | None, high: float | None) -> str:

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 import ocp_analytics as oa
 from ocp_analytics.acceptance import _frames, doc_ranges
 from ocp_analytics.cli import app
-from ocp_analytics.rates import _with_groups, rates_from
+from ocp_analytics.rates import _with_groups, flips_from, rates_from
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # benchmarks/ is not an installed package
@@ -92,6 +92,22 @@ def test_sliced_acceptance_file_equals_acceptance(generated: tuple[Path, Path]) 
     meta = pq.read_schema(out).metadata
     assert meta[b"ocp_analytics.as_of"] == b"2027-01-01T00:00:00+00:00"
     assert not list(ds.parent.glob(".acc.parquet.*"))
+
+
+def test_sliced_compare_equals_one_pass(generated: tuple[Path, Path]) -> None:
+    ds, rules = generated
+    matrix, flips = oa.compare(ds, rules, by="label.team", as_of=AS_OF, sample=4, slice_runs=250)
+    acc = oa.acceptance(ds, rules, as_of=AS_OF)
+    assert_frame_equal(flips.collect(), flips_from(acc, 4).collect(), check_dtypes=False)
+    rated = _unsliced_rates(ds, rules, ["label.team"], None)
+    got = matrix.collect().unpivot(index="label.team")
+    got = got.filter(~pl.col("variable").str.contains("__"))
+    want = rated.select("label.team", pl.col("rule").alias("variable"), "accept_rate")
+    assert_frame_equal(
+        got.sort("label.team", "variable"),
+        want.rename({"accept_rate": "value"}).sort("label.team", "variable"),
+        check_dtypes=False,
+    )
 
 
 def test_rates_by_unknown_column_says_what_to_use(generated: tuple[Path, Path]) -> None:
