@@ -208,58 +208,55 @@ class _Batch:
 class _Known:
     """The content hash of every current run, keyed by a 64-bit hash of its id.
 
-    Looked up once per chunk with a binary search (``O(k log n)``), so
-    classifying stays cheap and memory stays at 16 bytes a run however many
-    runs the dataset holds. Recent chunks wait in a small delta that is
-    merged into the sorted arrays once it is large. Two run ids sharing a
-    64-bit hash could only make a new run count as replaced (its document
-    hash differs), never drop it.
+    Held as sorted segments of at most :attr:`SEGMENT_ROWS` keys (newest
+    last) plus the chunks since the last segment. A chunk is classified with
+    one binary search per segment (``O(k log n)``), and sealing a segment
+    sorts only its own keys, so memory stays near 16 bytes a document read
+    with no large transient however big the dataset grows. Two run ids
+    sharing a 64-bit hash could only make a new run count as replaced (its
+    document hash differs), never drop it.
     """
 
-    MERGE_ROWS = 1_000_000
+    SEGMENT_ROWS = 1_000_000
 
     def __init__(self, frame: pl.DataFrame) -> None:
-        self.keys = pl.Series("k", [], pl.UInt64)
-        self.hashes = pl.Series("h", [], pl.UInt64)
+        self.segments: list[tuple[pl.Series, pl.Series]] = []  # sorted keys, their hashes
         self.delta: list[pl.DataFrame] = []
         self.delta_rows = 0
         self.add(frame)
-        self.merge()
+        self.seal()
 
     def add(self, frame: pl.DataFrame) -> None:
         """Record (k, h) rows, later rows winning."""
         self.delta.append(frame.select("k", "h"))
         self.delta_rows += frame.height
-        if self.delta_rows >= self.MERGE_ROWS:
-            self.merge()
+        if self.delta_rows >= self.SEGMENT_ROWS:
+            self.seal()
 
-    def merge(self) -> None:
-        merged = (
-            pl.concat([pl.DataFrame([self.keys, self.hashes]), *self.delta])
-            .unique("k", keep="last", maintain_order=True)
-            .sort("k")
-        )
-        self.keys, self.hashes = merged.get_column("k"), merged.get_column("h")
+    def _recent(self) -> pl.DataFrame:
+        return pl.concat(self.delta).unique("k", keep="last", maintain_order=True)
+
+    def seal(self) -> None:
+        """Turn the chunks since the last segment into a sorted segment."""
+        if self.delta_rows:
+            seg = self._recent().sort("k")
+            self.segments.append((seg.get_column("k"), seg.get_column("h")))
         self.delta, self.delta_rows = [], 0
 
     def lookup(self, keys: pl.Series) -> pl.Series:
         """The latest content hash of each key, null when the run is new."""
-        n = self.keys.len()
-        at = self.keys.search_sorted(keys, side="left").clip(0, max(n - 1, 0))
-        found = pl.Series("h", [None] * keys.len(), pl.UInt64)
-        if n:
-            hit = self.keys.gather(at) == keys
-            found = pl.select(pl.when(hit).then(self.hashes.gather(at))).to_series()
-        if self.delta:
-            recent = (
-                pl.concat(self.delta).unique("k", keep="last", maintain_order=True)
-                if len(self.delta) > 1
-                else self.delta[0]
-            )
-            frame = pl.DataFrame({"k": keys, "h": found}).join(
-                recent.rename({"h": "dh"}), on="k", how="left", maintain_order="left"
-            )
-            found = frame.select(pl.coalesce("dh", "h")).to_series()
+        found = pl.Series("kh", [None] * keys.len(), pl.UInt64)
+        if self.delta_rows:
+            recent = self._recent().rename({"h": "kh"})
+            found = pl.DataFrame({"k": keys}).join(
+                recent, on="k", how="left", maintain_order="left"
+            )["kh"]
+        for seg_keys, seg_hashes in reversed(self.segments):  # newest first
+            at = seg_keys.search_sorted(keys, side="left").clip(0, seg_keys.len() - 1)
+            hit = seg_keys.gather(at) == keys
+            found = pl.select(
+                pl.coalesce(found, pl.when(hit).then(seg_hashes.gather(at)))
+            ).to_series()
         return found.alias("kh")
 
 

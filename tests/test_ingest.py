@@ -175,7 +175,7 @@ def test_classification_across_chunks_and_merges(
     """New / replaced / unchanged are the same however the known runs are held."""
     from ocp_analytics.ingest import _Known
 
-    monkeypatch.setattr(_Known, "MERGE_ROWS", merge_rows)
+    monkeypatch.setattr(_Known, "SEGMENT_ROWS", merge_rows)
     doc = json.loads((EXAMPLES / "v0.3" / "solo.ocp.json").read_text())
     lines = []
     for i in range(12):
