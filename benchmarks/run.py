@@ -195,17 +195,16 @@ def render(results: dict[str, object]) -> str:
     ]
     for f in figs:
         seconds = f["seconds"]
+        rules = f["rules"] or "recorded"
         if f["figure"] in ("decode_floor", "ingest"):
+            rules = "–"
             tput = f"{docs / seconds:,.0f} docs/s, {mb / seconds:,.0f} MB/s"
         elif f["figure"] == "reference":
             tput = f"{f['rows'] * 20 / seconds:,.0f} run×rule/s ({f['rows']:,} docs)"
         else:
             k = max(f["rules"], 1)
             tput = f"{docs * k / seconds:,.0f} run×rule/s"
-        lines.append(
-            f"| {f['key']} | {f['rules'] or 'recorded'} | {seconds:.2f} | {tput} | "
-            f"{f['peak_rss_mb']:,.0f} |"
-        )
+        lines.append(f"| {f['key']} | {rules} | {seconds:.2f} | {tput} | {f['peak_rss_mb']:,.0f} |")
     ratios = results["ratios"]
     assert isinstance(ratios, dict)
     lines += ["", "Ratios (same run):", ""]
