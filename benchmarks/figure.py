@@ -2,8 +2,9 @@
 
 ``python -m benchmarks.figure NAME DATA_DIR WORK_DIR [RULES_FILE]`` prints one
 JSON line: ``{"seconds": wall, "rows": n}``. The parent (``run.py``) reads
-the child's peak RSS from ``wait4``; ``tree_peak_mb`` is the peak of RSS
-summed over the child and its own worker processes, sampled every 0.1 s.
+the child's peak RSS from ``wait4``; ``tree_peak_mb`` is the peak of RSS of
+the child (its worker threads included) plus any processes it starts,
+sampled every 0.1 s (shared pages of child processes would count twice).
 """
 
 from __future__ import annotations
@@ -124,7 +125,7 @@ FIGURES = {
 
 
 def _sample_tree_rss(stop: threading.Event, peak: list[int]) -> None:
-    """Peak RSS summed over this process and its children (worker pools)."""
+    """Peak RSS of this process plus any child processes (worker pools)."""
     import psutil
 
     me = psutil.Process()

@@ -17,13 +17,15 @@ accepted_round, window_open, as_of``.
 
 from __future__ import annotations
 
-import os
+import itertools
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
 
+from ocp_analytics.exceptions import OcpAnalyticsError, hint
 from ocp_analytics.rules import DEFAULT_EXCLUDES, DEFAULT_WINDOW_DAYS, RECORDED, Rule
 from ocp_analytics.schemas import OUTCOME_TIERS, TIER_Q
 
@@ -575,8 +577,12 @@ def evaluate_parts(
 
     Writers collect them one at a time, so at most one rule's rows are in
     memory. ``carry`` are named expressions over ``runs`` (for example group
-    columns) added to every row after the output columns.
+    columns) added to every row after the output columns; their names start
+    with ``_`` so they cannot shadow a column the evaluation reads.
     """
+    clash = [n for n in (e.meta.output_name() for e in carry) if not n.startswith("_")]
+    if clash:
+        raise ValueError(f"carried columns must be named with a leading '_': {clash}")
     t = _frames(tables)
     runs, signals, attempts = t["runs"], t["signals"], t["attempts"]
     frames = []
@@ -611,14 +617,21 @@ def evaluate(
     return pl.LazyFrame(schema={**OUTPUT_SCHEMA, **carried})
 
 
-def _open(dataset: object) -> tuple[dict[str, pl.LazyFrame], pl.DataFrame | None]:
-    """The tables of ``dataset`` and its manifest (``None`` for in-memory tables)."""
+def _open(
+    dataset: object,
+) -> tuple[dict[str, pl.LazyFrame], pl.DataFrame | None, dict[str, pl.LazyFrame] | None]:
+    """The tables of ``dataset``, its manifest, and its unfiltered scans.
+
+    The scans are given only when some run versions were superseded (the
+    tables then filter them out); in-memory tables have no manifest.
+    """
     from ocp_analytics.dataset import Dataset, scan_dataset
 
     if isinstance(dataset, dict):
-        return dataset, None
+        return dataset, None, None
     ds = dataset if isinstance(dataset, Dataset) else scan_dataset(dataset)  # type: ignore[arg-type]
-    return ds.frames, ds.manifest
+    superseded = any(ds.frames[t] is not ds.scans.get(t, ds.frames[t]) for t in ds.frames)
+    return ds.frames, ds.manifest, ds.scans if superseded else None
 
 
 def _frames(dataset: object) -> dict[str, pl.LazyFrame]:
@@ -627,47 +640,47 @@ def _frames(dataset: object) -> dict[str, pl.LazyFrame]:
 
 # --- slices: bounded memory on datasets of any size ------------------------------
 
-SLICE_RUNS = 1_000_000
+SLICE_RUNS = 500_000
 _SLICED_TABLES = ("runs", "signals", "attempts", "rules")
+_LAST_ID = (1 << 63) - 1
 
 
 def doc_ranges(manifest: pl.DataFrame | None, size: int = SLICE_RUNS) -> list[tuple[int, int]]:
-    """Half-open ``doc_id`` ranges holding at most ``size`` documents each.
+    """Half-open ``doc_id`` ranges, each holding at most ``size`` documents.
 
     Documents of batch ``seq`` have ids ``seq << 32`` onward, one per
-    document read, so the manifest's per-batch document counts bound every
-    range without reading any data. Small consecutive batches share a range.
+    document read, so the manifest's per-batch document counts place the cuts
+    without reading any data; small consecutive batches share a range. The
+    ranges cover every id (the first starts at 0, the last is open-ended).
     An empty list means: evaluate everything at once.
 
     Examples
     --------
-    Batches 1, 2 and 3 with 5, 2 and 4 documents, at most 6 per range: the
-    first range takes batch 1 and the first document of batch 2.
+    Batches 1, 2 and 3 with 5, 2 and 4 documents, at most 6 a range: the cut
+    falls after the first document of batch 2.
 
     >>> m = pl.DataFrame({"seq": [1, 2, 3], "documents": [5, 2, 4]})
-    >>> [((lo >> 32, lo % (1 << 32)), (hi >> 32, hi % (1 << 32))) for lo, hi in doc_ranges(m, 6)]
-    [((1, 0), (2, 1)), ((2, 1), (3, 4))]
+    >>> [(lo >> 32, lo % (1 << 32)) for lo, _ in doc_ranges(m, 6)]
+    [(0, 0), (2, 1)]
     """
+    if size < 1:
+        raise OcpAnalyticsError(hint(f"slice_runs must be at least 1, not {size}.", "use 500000."))
     if manifest is None or manifest.height == 0:
         return []
     per_batch = manifest.group_by("seq").agg(pl.col("documents").sum()).sort("seq")
-    ranges: list[tuple[int, int]] = []
-    lo: int | None = None
-    held = hi = 0
+    cuts: list[int] = []
+    held = 0
     for seq, docs in per_batch.iter_rows():
-        base, start = int(seq) << 32, 0
+        start = 0
         while start < docs:
             take = min(docs - start, size - held)
-            lo = base + start if lo is None else lo
             start += take
             held += take
-            hi = base + start
             if held >= size:
-                ranges.append((lo, hi))
-                lo, held = None, 0
-    if lo is not None:
-        ranges.append((lo, hi))
-    return ranges
+                cuts.append((int(seq) << 32) + start)
+                held = 0
+    bounds = [0, *cuts[: -1 if held == 0 and cuts else None], _LAST_ID]
+    return list(itertools.pairwise(bounds))
 
 
 def slices(dataset: object, size: int = SLICE_RUNS) -> Iterator[dict[str, pl.LazyFrame]]:
@@ -675,16 +688,29 @@ def slices(dataset: object, size: int = SLICE_RUNS) -> Iterator[dict[str, pl.Laz
 
     Every run's signals, attempts and rule share its ``doc_id``, so each slice
     is evaluated on its own and the results are exact. Parquet statistics on
-    ``doc_id`` let each slice read only its own row groups.
+    ``doc_id`` let each slice read only its own row groups. Superseded run
+    versions are found once (a usually short list of ids) and removed from
+    each slice, so no slice reads the whole dataset.
     """
-    frames, manifest = _open(dataset)
+    frames, manifest, scans = _open(dataset)
     ranges = doc_ranges(manifest, size)
     if len(ranges) <= 1:
         yield frames
         return
+    stale: pl.DataFrame | None = None
+    if scans is not None:
+        newest = pl.col("doc_id").max().over("run_id")
+        runs = scans["runs"].select("run_id", "doc_id")
+        stale = runs.filter(pl.col("doc_id") < newest).select("doc_id").collect()
+        frames = scans
     for lo, hi in ranges:
         keep = pl.col("doc_id").is_between(lo, hi, closed="left")
-        yield {t: f.filter(keep) if t in _SLICED_TABLES else f for t, f in frames.items()}
+        part = {t: f.filter(keep) if t in _SLICED_TABLES else f for t, f in frames.items()}
+        if stale is not None:
+            old = stale.filter(keep).lazy()
+            for t in _SLICED_TABLES:
+                part[t] = part[t].join(old, on="doc_id", how="anti")
+        yield part
 
 
 def write_acceptance(
@@ -737,7 +763,7 @@ def write_acceptance(
     alt = resolve_rules(rules)  # type: ignore[arg-type]
     when = resolve_as_of(as_of)
     target = Path(out)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
     parts = list(slices(dataset, slice_runs))
     schema = pl.DataFrame(schema=OUTPUT_SCHEMA).to_arrow().schema
     schema = schema.with_metadata({b"ocp_analytics.as_of": when.isoformat().encode()})

@@ -225,7 +225,8 @@ def accept(
     """Per-run acceptance under each run's own rule and alternative rules.
 
     With --format parquet the runs are evaluated a slice at a time, so memory
-    stays bounded on datasets of any size.
+    stays bounded on datasets of any size; rows are then written slice by
+    slice and rule by rule (other formats are sorted by run_id and rule).
     """
     from ocp_analytics.acceptance import acceptance, write_acceptance
 

@@ -158,6 +158,9 @@ class Dataset:
     path: Path
     frames: dict[str, pl.LazyFrame] = field(default_factory=dict)
     manifest: pl.DataFrame = field(default_factory=pl.DataFrame)
+    # Every committed row, superseded run versions included (same as frames
+    # when nothing was superseded); for readers that filter versions themselves.
+    scans: dict[str, pl.LazyFrame] = field(default_factory=dict)
 
     def __getitem__(self, name: str) -> pl.LazyFrame:
         return self.frames[name]
@@ -196,12 +199,13 @@ def scan_dataset(path: str | Path) -> Dataset:
     """
     root = open_existing(path)
     records = read_commits(root)
-    frames = {t: _scan(root, table_files(root, records, t), t) for t in S.TABLES}
+    scans = {t: _scan(root, table_files(root, records, t), t) for t in S.TABLES}
+    frames = dict(scans)
     if any(r.get("superseding", 0) for r in records):
-        current = frames["runs"].group_by("run_id").agg(pl.col("doc_id").max()).select("doc_id")
+        current = scans["runs"].group_by("run_id").agg(pl.col("doc_id").max()).select("doc_id")
         for t in S.RUN_TABLES:
-            frames[t] = frames[t].join(current, on="doc_id", how="semi")
-    return Dataset(root, frames, manifest_frame(records))
+            frames[t] = scans[t].join(current, on="doc_id", how="semi")
+    return Dataset(root, frames, manifest_frame(records), scans)
 
 
 _MANIFEST_SCHEMA = {

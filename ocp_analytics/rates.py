@@ -186,12 +186,15 @@ def _sliced(
     for frames in slices(dataset, slice_runs):
         exprs = _group_exprs(cols, frames["runs"].collect_schema())
         carry = [e.alias(k) for e, k in zip(exprs, keys, strict=True)]
+        if sample is not None:
+            carry.append(pl.col("doc_id").alias("_doc"))
         acc = evaluate(frames, alt, when, recorded=recorded, carry=carry)
         needed = ["rule", "outcome", "tier", "window_open", _ATT, "as_of", *keys]
         lean = acc.select(needed)
         if sample is not None:
-            held = acc.select("run_id", *needed).collect()
-            flips.append(_flip_counts(held, names, sample))
+            held = acc.select("run_id", "_doc", *needed).collect()
+            if held.height:
+                flips.append(_flip_counts(held, names, sample))
             lean = held.lazy()
         c, h = pl.collect_all(_partials(lean, keys, min_tier))
         counts.append(c)
@@ -206,16 +209,21 @@ def _sliced(
 def _flip_counts(acc: pl.DataFrame, names: list[str], sample: int) -> pl.DataFrame:
     """Per ordered rule pair: runs, flips and the first run ids flipped, for one slice.
 
-    One column of accepted flags per rule (rules are numbered, so no name can
-    clash with ``run_id``), then a sum and a ``bottom_k`` per pair: no
-    runs × rules² join.
+    One row per run document (``_doc``, its ``doc_id``) and one column of
+    accepted flags per rule (rules are numbered, so no name can clash with
+    ``run_id``), then a sum and a ``bottom_k`` per pair: no runs × rules²
+    join.
     """
     number = {n: f"r{i}" for i, n in enumerate(names)}
     wide = acc.select(
+        "_doc",
         "run_id",
         pl.col("rule").replace_strict(number, return_dtype=pl.String),
         (pl.col("outcome") == "accepted").alias("accepted"),
-    ).pivot(on="rule", index="run_id", values="accepted")
+    ).pivot(on="rule", index=["_doc", "run_id"], values="accepted")
+    wide = wide.with_columns(
+        pl.lit(None, pl.Boolean).alias(c) for c in number.values() if c not in wide.columns
+    )
     pairs = [(a, b) for a in names for b in names if a != b]
     exprs = [pl.len().alias("runs")]
     for k, (a, b) in enumerate(pairs):
@@ -233,17 +241,24 @@ def _flip_counts(acc: pl.DataFrame, names: list[str], sample: int) -> pl.DataFra
             "flips": [row[f"f{k}"] for k in range(len(pairs))],
             "sample_run_ids": [row[f"s{k}"] for k in range(len(pairs))],
         },
-        schema={
-            "rule_a": pl.String,
-            "rule_b": pl.String,
-            "runs_compared": pl.UInt32,
-            "flips": pl.UInt32,
-            "sample_run_ids": pl.List(pl.String),
-        },
+        schema=_FLIP_SCHEMA,
     )
 
 
+_FLIP_SCHEMA = pl.Schema(
+    {
+        "rule_a": pl.String(),
+        "rule_b": pl.String(),
+        "runs_compared": pl.UInt32(),
+        "flips": pl.UInt32(),
+        "sample_run_ids": pl.List(pl.String()),
+    }
+)
+
+
 def _combine_flips(parts: list[pl.DataFrame], sample: int) -> pl.LazyFrame:
+    if not parts:
+        return pl.LazyFrame(schema=_FLIP_SCHEMA)
     return (
         pl.concat(parts)
         .lazy()

@@ -110,6 +110,44 @@ def test_sliced_compare_equals_one_pass(generated: tuple[Path, Path]) -> None:
     )
 
 
+def test_slices_of_only_superseded_runs(tmp_path: Path) -> None:
+    """A batch whose runs were all replaced later gives empty slices: still exact."""
+    ds = tmp_path / "ds"
+    oa.ingest(EXAMPLES / "v0.3", ds)
+    changed = []
+    for f in sorted((EXAMPLES / "v0.3").glob("*.json")):
+        doc = json.loads(f.read_text())
+        doc["run"]["title"] = "again"
+        changed.append(json.dumps(doc))
+    (tmp_path / "again.ndjson").write_text("\n".join(changed) + "\n")
+    assert oa.ingest(tmp_path / "again.ndjson", ds).runs_replaced == 7
+    matrix, flips = oa.compare(ds, ["tests", "tests+review"], as_of=AS_OF, slice_runs=3)
+    whole = oa.acceptance(ds, ["tests", "tests+review"], as_of=AS_OF)
+    assert_frame_equal(flips.collect(), flips_from(whole, 5).collect(), check_dtypes=False)
+    assert matrix.collect().height == 1
+    rated = oa.rates(ds, "tests", as_of=AS_OF, slice_runs=3).collect()
+    assert rated["runs"].to_list() == [7, 7]
+    oa.write_acceptance(ds, tmp_path / "a.parquet", "tests", as_of=AS_OF, slice_runs=3)
+    assert pl.read_parquet(tmp_path / "a.parquet").height == 14
+
+
+def test_compare_with_a_run_id_twice_in_memory() -> None:
+    doc = json.loads((EXAMPLES / "v0.3" / "solo.ocp.json").read_text())
+    tables = oa.read_documents([doc, doc])
+    _, flips = oa.compare(tables, ["tests"], as_of=AS_OF)
+    assert flips.collect()["runs_compared"].to_list() == [2, 2]
+
+
+def test_bad_slice_size_and_carry_names_are_refused(generated: tuple[Path, Path]) -> None:
+    from ocp_analytics.acceptance import evaluate_parts, resolve_as_of
+
+    ds, _ = generated
+    with pytest.raises(oa.OcpAnalyticsError, match="slice_runs"):
+        oa.rates(ds, slice_runs=0)
+    with pytest.raises(ValueError, match="leading '_'"):
+        evaluate_parts(_frames(ds), [], resolve_as_of(AS_OF), carry=[pl.lit(1).alias("valid")])
+
+
 def test_rates_by_unknown_column_says_what_to_use(generated: tuple[Path, Path]) -> None:
     ds, _ = generated
     with pytest.raises(oa.OcpAnalyticsError, match=r"label\.KEY"):
