@@ -609,11 +609,11 @@ def evaluate(
 
     See :func:`evaluate_parts`.
     """
-    parts = evaluate_parts(tables, rules, as_of, recorded=recorded, carry=carry)
+    t = _frames(tables)
+    parts = evaluate_parts(t, rules, as_of, recorded=recorded, carry=carry)
     if parts:
         return pl.concat(parts, how="vertical_relaxed")
-    runs = _frames(tables)["runs"]
-    carried = runs.select(*carry).collect_schema() if carry else pl.Schema()
+    carried = t["runs"].select(*carry).collect_schema() if carry else pl.Schema()
     return pl.LazyFrame(schema={**OUTPUT_SCHEMA, **carried})
 
 

@@ -67,13 +67,6 @@ def _group_exprs(by: Sequence[str], runs_schema: pl.Schema) -> list[pl.Expr]:
     return exprs
 
 
-def _with_groups(acc: pl.LazyFrame, runs: pl.LazyFrame, by: Sequence[str]) -> pl.LazyFrame:
-    if not by:
-        return acc
-    exprs = _group_exprs(by, runs.collect_schema())
-    return acc.join(runs.select("run_id", *exprs), on="run_id", how="left")
-
-
 _ATT = "attempts_to_acceptance"
 
 

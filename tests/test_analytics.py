@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 import ocp_analytics as oa
 from ocp_analytics.acceptance import _frames, doc_ranges
 from ocp_analytics.cli import app
-from ocp_analytics.rates import _with_groups, flips_from, rates_from
+from ocp_analytics.rates import _group_exprs, flips_from, rates_from
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # benchmarks/ is not an installed package
@@ -54,9 +54,13 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def _unsliced_rates(ds: Path, rules: Path, by: list[str], min_tier: str | None) -> pl.DataFrame:
+    """Rates from every acceptance row at once, groups joined on run_id."""
     frames = _frames(ds)
     acc = oa.acceptance(frames, rules, as_of=AS_OF)
-    return rates_from(_with_groups(acc, frames["runs"], by), by, min_tier).collect()
+    if by:
+        groups = _group_exprs(by, frames["runs"].collect_schema())
+        acc = acc.join(frames["runs"].select("run_id", *groups), on="run_id", how="left")
+    return rates_from(acc, by, min_tier).collect()
 
 
 def test_ranges_follow_batches(generated: tuple[Path, Path]) -> None:
