@@ -218,7 +218,7 @@ def test_every_setup_file_is_listed_once() -> None:
 
 def test_setup_sql_is_up_to_date() -> None:
     assert (sql_files() / "setup.sql").read_text() == setup_script(), (
-        "sql/setup.sql is stale: run python sql/build_setup.py"
+        "sql/setup.sql is stale: run python -m ocp_analytics.sql"
     )
     assert oasql.main(["--check"]) == 0
 
@@ -468,7 +468,7 @@ def test_variable_names_are_checked(examples_ds: Path) -> None:
 # ------------------------------------------------------------------- checks
 
 
-CHECKS = sorted((ROOT / "sql" / "checks").glob("*.sql"))
+CHECKS = sorted((sql_files() / "checks").glob("*.sql"))
 
 
 @pytest.fixture(scope="module")
@@ -542,7 +542,7 @@ def test_duckdb_cli_documented_command(tmp_path: Path) -> None:
     oa.ingest(EXAMPLES / "v0.3", ds)
     rows = _cli(
         f"SET VARIABLE ocp_dataset = '{ds}'",
-        f".read {ROOT / 'sql' / 'setup.sql'}",
+        f".read {sql_files() / 'setup.sql'}",
         "SET VARIABLE ocp_as_of = TIMESTAMPTZ '2027-01-01 00:00:00+00'",
         "INSERT INTO alternative_rules (name, requires) VALUES ('tests+review', "
         "['tests', 'review'])",
@@ -560,7 +560,7 @@ def test_duckdb_cli_documented_command(tmp_path: Path) -> None:
 def test_duckdb_cli_agrees_with_engine(examples_ds: Path, tmp_path: Path) -> None:
     rows = _cli(
         f"SET VARIABLE ocp_dataset = '{examples_ds}'",
-        f".read {ROOT / 'sql' / 'setup.sql'}",
+        f".read {sql_files() / 'setup.sql'}",
         "SET VARIABLE ocp_as_of = '2027-01-01T00:00:00Z'",
         "SELECT run_id, outcome, array_to_string(reasons, '|'), tier, "
         "attempts_to_acceptance FROM acceptance ORDER BY run_id",
@@ -582,7 +582,7 @@ def test_duckdb_cli_agrees_with_engine(examples_ds: Path, tmp_path: Path) -> Non
     reads = [f".read {check}" for check in CHECKS]
     out = _cli(
         f"SET VARIABLE ocp_dataset = '{examples_ds}'",
-        f".read {ROOT / 'sql' / 'setup.sql'}",
+        f".read {sql_files() / 'setup.sql'}",
         *reads,
         cwd=tmp_path,
     )
@@ -592,7 +592,7 @@ def test_duckdb_cli_agrees_with_engine(examples_ds: Path, tmp_path: Path) -> Non
 @pytest.mark.skipif(CLI is None, reason="the duckdb CLI is not on PATH")
 def test_duckdb_cli_without_dataset_says_how(tmp_path: Path) -> None:
     done = subprocess.run(
-        [CLI, "-c", f".read {ROOT / 'sql' / 'setup.sql'}"],
+        [CLI, "-c", f".read {sql_files() / 'setup.sql'}"],
         cwd=tmp_path,
         capture_output=True,
         text=True,

@@ -1,6 +1,6 @@
 -- setup.sql: the ocp-analytics views over one dataset, for the DuckDB CLI.
 --
--- GENERATED from the files named below by `python sql/build_setup.py`;
+-- GENERATED from the files named below by `python -m ocp_analytics.sql`;
 -- edit those files, then regenerate (tests/test_sql.py checks it is current).
 --
 -- Usage (from any folder; the dataset path is the only input):

@@ -1,6 +1,6 @@
-"""DuckDB bridge: the analyst-facing SQL views over a dataset (``sql/``).
+"""DuckDB bridge: the analyst-facing SQL views over a dataset.
 
-The SQL lives in files at the repository root, next to the package::
+The SQL lives in files inside this package (installed with it as package data)::
 
     sql/setup/    session settings, the committed file lists, alternative_rules
     sql/macros/   small scalar and table macros (tier ranks, Wilson bounds, …)
@@ -68,7 +68,7 @@ SETUP_FILES = (
 SETUP_HEADER = """\
 -- setup.sql: the ocp-analytics views over one dataset, for the DuckDB CLI.
 --
--- GENERATED from the files named below by `python sql/build_setup.py`;
+-- GENERATED from the files named below by `python -m ocp_analytics.sql`;
 -- edit those files, then regenerate (tests/test_sql.py checks it is current).
 --
 -- Usage (from any folder; the dataset path is the only input):
@@ -102,7 +102,7 @@ def sql_files() -> Path:
     >>> (sql_files() / "views" / "acceptance.sql").is_file()
     True
     """
-    folder = Path(__file__).resolve().parent.parent / "sql"
+    folder = Path(__file__).resolve().parent
     if not (folder / "views").is_dir():
         raise OcpAnalyticsError(
             hint(
@@ -281,14 +281,14 @@ def run_query(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python sql/build_setup.py [--check]``: write (or check) sql/setup.sql."""
+    """``python -m ocp_analytics.sql [--check]``: write (or check) sql/setup.sql."""
     args = sys.argv[1:] if argv is None else argv
     target = sql_files() / "setup.sql"
     text = setup_script()
     if "--check" in args:
         current = target.read_text() if target.is_file() else ""
         if current != text:
-            print(f"{target} is out of date; run: python sql/build_setup.py")
+            print(f"{target} is out of date; run: python -m ocp_analytics.sql")
             return 1
         print(f"{target} is up to date")
         return 0
