@@ -460,6 +460,37 @@ def test_quotes_round_trip(tmp_path: Path) -> None:
     )
 
 
+@pytest.fixture(scope="module")
+def odd_ds(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A dataset whose folder name is a glob pattern, next to a folder it would match."""
+    root = tmp_path_factory.mktemp("odd")
+    ds = root / "odd[1]*?.dataset"
+    oa.ingest(EXAMPLES / "v0.3", ds)  # 7 runs
+    oa.ingest(EXAMPLES / "herdr-run-assemble-v01.ocp.json", root / "odd1ab.dataset")  # decoy
+    return ds
+
+
+def test_literal_path_macro(examples_con: duckdb.DuckDBPyConnection) -> None:
+    got = examples_con.sql(
+        "SELECT ocp_literal_path('a[1]/*?.x'), ocp_literal_path('plain/p.parquet')"
+    ).fetchall()
+    assert got == [("a[[]1]/[*][?].x", "plain/p.parquet")]
+
+
+def test_dataset_path_with_glob_characters_is_literal(odd_ds: Path) -> None:
+    """Issue 9: '[', '*', '?' in the dataset path are never patterns (the decoy
+    odd1ab.dataset, which the pattern matches, holds 1 other run)."""
+    con = connect(odd_ds, as_of=AS_OF)
+    try:
+        assert con.sql("SELECT rule, runs, accepted FROM rates").fetchall() == [("recorded", 7, 7)]
+        assert con.sql("SELECT count(*) FROM quarantine").fetchall() == [(0,)]
+        assert len(con.execute("SELECT getvariable('ocp_batch_files')").fetchall()[0][0]) == 1
+        for check in sorted((sql_files() / "checks").glob("*.sql")):
+            assert con.sql(check.read_text()).fetchall() == [], check.name
+    finally:
+        con.close()
+
+
 def test_variable_names_are_checked(examples_ds: Path) -> None:
     with pytest.raises(OcpAnalyticsError, match="not a valid DuckDB variable name"):
         run_query(examples_ds, "SELECT 1", variables={"x = 1; DROP TABLE runs; --": 1})
@@ -587,6 +618,17 @@ def test_duckdb_cli_agrees_with_engine(examples_ds: Path, tmp_path: Path) -> Non
         cwd=tmp_path,
     )
     assert len(out) == len(CHECKS), out
+
+
+@pytest.mark.skipif(CLI is None, reason="the duckdb CLI is not on PATH")
+def test_duckdb_cli_reads_glob_characters_literally(odd_ds: Path, tmp_path: Path) -> None:
+    rows = _cli(
+        f"SET VARIABLE ocp_dataset = '{odd_ds}'",
+        f".read {sql_files() / 'setup.sql'}",
+        "SELECT rule, runs FROM rates",
+        cwd=tmp_path,
+    )
+    assert rows == [["rule", "runs"], ["recorded", "7"]]
 
 
 @pytest.mark.skipif(CLI is None, reason="the duckdb CLI is not on PATH")

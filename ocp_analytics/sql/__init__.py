@@ -36,6 +36,7 @@ from ocp_analytics.rules import Rule, resolve_rules
 SETUP_FILES = (
     "setup/timezone.sql",
     "setup/check_dataset.sql",
+    "macros/ocp_literal_path.sql",
     "setup/batch_files.sql",
     "setup/table_files.sql",
     "setup/alternative_rules.sql",
@@ -89,13 +90,13 @@ _INSERT_RULE = (
 
 
 def sql_files() -> Path:
-    """The ``sql/`` folder of the repository (views, queries, checks).
+    """The folder of the SQL files (views, queries, checks), inside the package.
 
     Raises
     ------
     OcpAnalyticsError
-        When the folder is not next to the package (an installed wheel
-        without the repository).
+        When the files are missing (an installation that dropped the
+        package data).
 
     Examples
     --------
@@ -107,8 +108,8 @@ def sql_files() -> Path:
         raise OcpAnalyticsError(
             hint(
                 f"the SQL files are not at {str(folder)!r}.",
-                "use ocp_analytics.sql from a checkout of the repository "
-                "(pip install -e .), where sql/ sits next to ocp_analytics/.",
+                "reinstall ocp-analytics (pip install --force-reinstall ocp-analytics); "
+                "the SQL files ship inside the package as package data.",
             )
         )
     return folder

@@ -36,19 +36,37 @@ SET VARIABLE ocp_dataset = CASE
     ELSE CAST(getvariable('ocp_dataset') AS VARCHAR)
 END;
 
+-- ---- sql/macros/ocp_literal_path.sql ----
+-- ocp_literal_path(path): a file path DuckDB will read literally, never as a pattern.
+--
+-- Purpose: DuckDB globs every file name given to glob(), read_parquet() and
+--   read_json(), even inside a list, so a dataset folder named
+--   'odd[1]*?.dataset' would match other files (or none). Each glob
+--   character is wrapped in a one-character class ('[' -> '[[]',
+--   '*' -> '[*]', '?' -> '[?]'), which matches exactly that character.
+--   Paths without those characters are returned unchanged.
+-- Parameters:
+--   path  VARCHAR, a file or folder path (literal).
+-- Output: VARCHAR, the same path as a pattern that matches only itself.
+-- Example: SELECT ocp_literal_path('runs[1]/*.json');  -- 'runs[[]1]/[*].json'
+CREATE OR REPLACE MACRO ocp_literal_path(path) AS
+regexp_replace(path, '([\[*?])', '[\1]', 'g');
+
 -- ---- sql/setup/batch_files.sql ----
 -- batch_files: the dataset's commit records, as the variable ocp_batch_files.
 --
 -- Purpose: list DATASET/_batches/*.json (one commit record per ingested
 --   batch; dataset.py). Only files listed by these records belong to the
 --   dataset. glob() is used rather than a glob inside read_json so that a
---   dataset with no batch yet gives an empty list instead of an error.
+--   dataset with no batch yet gives an empty list instead of an error. The
+--   folder part of the pattern is escaped (ocp_literal_path), so a dataset
+--   path holding '[', '*' or '?' is read literally.
 -- Parameters:
 --   getvariable('ocp_dataset')  VARCHAR, the dataset folder.
--- Output: variable ocp_batch_files VARCHAR[] (file names, commit order).
+-- Output: variable ocp_batch_files VARCHAR[] (literal file names, commit order).
 SET VARIABLE ocp_batch_files = (
     SELECT coalesce(list(file ORDER BY file), [])
-    FROM glob(getvariable('ocp_dataset') || '/_batches/*.json')
+    FROM glob(ocp_literal_path(getvariable('ocp_dataset')) || '/_batches/*.json')
 );
 
 -- ---- sql/setup/table_files.sql ----
@@ -60,6 +78,7 @@ SET VARIABLE ocp_batch_files = (
 --   table's schema, so a table with no committed part still has its columns.
 --   Parts on disk that no record lists (crash leftovers) are never read.
 --   The list is a snapshot: run setup again to see batches committed later.
+--   Every path is escaped (ocp_literal_path) before read_json, which globs.
 -- Parameters:
 --   getvariable('ocp_dataset')      VARCHAR, the dataset folder.
 --   getvariable('ocp_batch_files')  VARCHAR[], set by batch_files.sql.
@@ -78,7 +97,10 @@ SET VARIABLE ocp_files = (
     }
     FROM read_json(
         -- the format marker is always present, so the list is never empty
-        [getvariable('ocp_dataset') || '/ocp-dataset.json'] || getvariable('ocp_batch_files'),
+        list_transform(
+            [getvariable('ocp_dataset') || '/ocp-dataset.json'] || getvariable('ocp_batch_files'),
+            lambda path: ocp_literal_path(path)
+        ),
         columns = {
             seq: 'BIGINT',
             files: 'STRUCT(runs VARCHAR[], attempts VARCHAR[], signals VARCHAR[], rules VARCHAR[], artifacts VARCHAR[], findings VARCHAR[], quarantine VARCHAR[])'
@@ -122,7 +144,8 @@ CREATE TABLE IF NOT EXISTS alternative_rules (
 -- ocp_all_versions(table_name): every committed row of a table, all run versions.
 --
 -- Purpose: read the committed Parquet parts of one table (ocp_files) plus
---   its empty schema file. Older versions of re-ingested runs are still
+--   its empty schema file, each path escaped (ocp_literal_path) so that
+--   read_parquet reads it literally. Older versions of re-ingested runs are still
 --   here; the views runs, attempts, … keep current versions only. The audit
 --   queries in sql/checks/ read this to find what the views hide.
 -- Parameters:
@@ -147,7 +170,7 @@ FROM read_parquet(
         )
         ELSE list_transform(
             getvariable('ocp_files')[table_name],
-            lambda part: getvariable('ocp_dataset') || '/' || part
+            lambda part: ocp_literal_path(getvariable('ocp_dataset') || '/' || part)
         )
     END
 );

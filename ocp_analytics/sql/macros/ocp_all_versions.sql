@@ -1,7 +1,8 @@
 -- ocp_all_versions(table_name): every committed row of a table, all run versions.
 --
 -- Purpose: read the committed Parquet parts of one table (ocp_files) plus
---   its empty schema file. Older versions of re-ingested runs are still
+--   its empty schema file, each path escaped (ocp_literal_path) so that
+--   read_parquet reads it literally. Older versions of re-ingested runs are still
 --   here; the views runs, attempts, … keep current versions only. The audit
 --   queries in sql/checks/ read this to find what the views hide.
 -- Parameters:
@@ -26,7 +27,7 @@ FROM read_parquet(
         )
         ELSE list_transform(
             getvariable('ocp_files')[table_name],
-            lambda part: getvariable('ocp_dataset') || '/' || part
+            lambda part: ocp_literal_path(getvariable('ocp_dataset') || '/' || part)
         )
     END
 );

@@ -6,6 +6,7 @@
 --   table's schema, so a table with no committed part still has its columns.
 --   Parts on disk that no record lists (crash leftovers) are never read.
 --   The list is a snapshot: run setup again to see batches committed later.
+--   Every path is escaped (ocp_literal_path) before read_json, which globs.
 -- Parameters:
 --   getvariable('ocp_dataset')      VARCHAR, the dataset folder.
 --   getvariable('ocp_batch_files')  VARCHAR[], set by batch_files.sql.
@@ -24,7 +25,10 @@ SET VARIABLE ocp_files = (
     }
     FROM read_json(
         -- the format marker is always present, so the list is never empty
-        [getvariable('ocp_dataset') || '/ocp-dataset.json'] || getvariable('ocp_batch_files'),
+        list_transform(
+            [getvariable('ocp_dataset') || '/ocp-dataset.json'] || getvariable('ocp_batch_files'),
+            lambda path: ocp_literal_path(path)
+        ),
         columns = {
             seq: 'BIGINT',
             files: 'STRUCT(runs VARCHAR[], attempts VARCHAR[], signals VARCHAR[], rules VARCHAR[], artifacts VARCHAR[], findings VARCHAR[], quarantine VARCHAR[])'
