@@ -1,7 +1,13 @@
 """The ``ocp-analytics`` command: parse arguments, call the API, map errors.
 
 Exit codes: 0 success; 1 an error the message explains (bad dataset, rule,
-source); 2 wrong usage; 3 ``ingest --strict`` quarantined something.
+source, output path); 2 wrong usage (an unknown option, a value out of
+range); 3 ``ingest --strict`` quarantined something.
+
+Options mean the same in every command: ``-o/--out`` the file written,
+``-f/--format`` its format (by default the extension of ``--out``, else a
+table), ``--rules`` a rules file and ``--rule`` a short rule (both
+repeatable), ``--as-of`` the instant late events are judged at.
 """
 
 from __future__ import annotations
@@ -16,14 +22,24 @@ import orjson
 import polars as pl
 import typer
 
-from ocp_analytics.exceptions import OcpAnalyticsError, StrictIngestError
+from ocp_analytics.exceptions import OcpAnalyticsError, RuleError, StrictIngestError, hint
 
 app = typer.Typer(
     name="ocp-analytics",
-    help="Columnar analytics for OCP run documents: ingest, acceptance, rates, SQL.",
+    help=(
+        "Columnar analytics for OCP run documents: ingest, acceptance, rates, SQL.\n\n"
+        "\b\n"
+        "Start with:\n"
+        "  ocp-analytics ingest runs/ --out runs.dataset\n"
+        "  ocp-analytics rates runs.dataset --rule tests+review\n"
+        "  ocp-analytics COMMAND --help"
+    ),
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    # plain click help and errors: `\b` paragraphs keep their line breaks,
+    # and a usage error is three plain lines, not a box
+    rich_markup_mode=None,
 )
 
 TABLE_ROWS = 40
@@ -38,9 +54,55 @@ class Format(StrEnum):
     parquet = "parquet"
 
 
+class Tier(StrEnum):
+    """Evidence tiers, strongest first."""
+
+    verified = "verified"
+    reported = "reported"
+    heuristic = "heuristic"
+    asserted = "asserted"
+
+
+# the format an --out file gets when --format is absent
+SUFFIX_FORMATS = {
+    ".csv": Format.csv,
+    ".json": Format.json,
+    ".parquet": Format.parquet,
+    ".pq": Format.parquet,
+    ".txt": Format.table,
+    ".text": Format.table,
+}
+
+
 def _fail(exc: Exception, code: int = 1) -> typer.Exit:
     typer.echo(f"error: {exc}", err=True)
     return typer.Exit(code)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        from ocp_analytics import __version__
+
+        try:
+            number = version("ocp-analytics")
+        except PackageNotFoundError:  # pragma: no cover - run from a bare source tree
+            number = __version__
+        typer.echo(f"ocp-analytics {number}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Columnar analytics for OCP run documents."""
 
 
 class _RichProgress:
@@ -96,7 +158,21 @@ def ingest(
         typer.Option(min=0, help="Threads decoding chunks (default: one per core, at most 2)."),
     ] = None,
 ) -> None:
-    """Ingest OCP run documents into a Parquet dataset."""
+    """Ingest OCP run documents into a Parquet dataset.
+
+    Sources are files, folders (read recursively), glob patterns, or - for
+    standard input: .json (a document or a list), .ndjson/.jsonl (a document
+    a line), optionally .gz or .zst. A source already ingested with the same
+    content is skipped; a document that cannot be read is quarantined and the
+    batch goes on. The summary reconciles documents read with runs written
+    plus quarantined.
+
+    \b
+    Examples:
+      ocp-analytics ingest runs/ --out runs.dataset
+      ocp-analytics ingest 'exports/*.jsonl.zst' more.ndjson.gz -o runs.dataset
+      cat today.ndjson | ocp-analytics ingest - -o runs.dataset --strict
+    """
     from ocp_analytics.ingest import WORKERS
     from ocp_analytics.ingest import ingest as run_ingest
 
@@ -116,12 +192,88 @@ def ingest(
         raise _fail(StrictIngestError(f"{summary.quarantined} document(s) quarantined"), 3)
 
 
-def _rules_arg(rules_file: Path | None, rule: list[str] | None) -> list[Any]:
+# ------------------------------------------------------------------ options
+
+
+def _check_parent(out: Path, option: str) -> None:
+    parent = out.parent
+    if not parent.is_dir():
+        raise OcpAnalyticsError(
+            hint(
+                f"the folder {str(parent)!r} of {option} {str(out)!r} does not exist.",
+                f"create it first (mkdir -p {parent}) or pick another path.",
+            )
+        )
+
+
+def output_format(format: Format | None, out: Path | None) -> Format:
+    """The format to write: ``--format``, else the extension of ``--out``, else a table.
+
+    Also checks, before any work, that ``--out`` can be written.
+
+    Examples
+    --------
+    >>> output_format(None, Path("rates.csv")).value
+    'csv'
+    >>> output_format(Format.json, Path("rates.csv")).value
+    'json'
+    >>> output_format(None, None).value
+    'table'
+    """
+    if out is not None:
+        _check_parent(out, "--out")
+        if out.is_dir():
+            raise OcpAnalyticsError(
+                hint(f"--out {str(out)!r} is a folder.", "give the path of a file.")
+            )
+    if format is None:
+        if out is None:
+            return Format.table
+        found = SUFFIX_FORMATS.get(out.suffix.lower())
+        if found is None:
+            raise OcpAnalyticsError(
+                hint(
+                    f"cannot tell the format of --out {str(out)!r} from its extension.",
+                    "name it .csv, .json, .parquet or .txt, or pass --format "
+                    "table|csv|json|parquet.",
+                )
+            )
+        return found
+    if format is Format.parquet and out is None:
+        raise OcpAnalyticsError(
+            hint("--format parquet needs --out FILE.", "add --out result.parquet.")
+        )
+    return format
+
+
+def _rules_arg(rules_files: list[Path] | None, rule: list[str] | None) -> list[Any]:
+    """Rules of every ``--rules`` file (each must hold at least one), then ``--rule``."""
+    from ocp_analytics.rules import read_rules_file
+
     items: list[Any] = []
-    if rules_file is not None:
-        items.append(rules_file)
+    for path in rules_files or []:
+        found = read_rules_file(path)
+        if not found:
+            raise RuleError(_no_rule_message(path))
+        items += found
     items += rule or []
     return items
+
+
+def _no_rule_message(path: Path) -> str:
+    fix = "write each rule as a [[rule]] table (TOML) or an object in a JSON list."
+    if path.suffix.lower() != ".json":
+        import tomllib
+
+        try:
+            keys = sorted(tomllib.loads(path.read_text(encoding="utf-8")))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+            keys = []
+        if "rules" in keys:
+            fix = "the tables are [[rule]], not [[rules]]: rename them."
+        elif keys:
+            fix += f" The file has only: {', '.join(keys)}."
+    return hint(f"rules file {str(path)!r} holds no rule.", fix)
 
 
 def _as_of(as_of: str | None) -> datetime:
@@ -133,6 +285,20 @@ def _as_of(as_of: str | None) -> datetime:
         raise OcpAnalyticsError(
             f"cannot read --as-of {as_of!r}: {exc}\n\nHint: use ISO 8601, e.g. 2026-12-01T00:00:00Z"
         ) from exc
+
+
+def _warn_empty_labels(frame: pl.DataFrame, by: list[str] | None) -> None:
+    for col in by or []:
+        empty = frame.height > 0 and col in frame.columns
+        if col.startswith("label.") and empty and frame[col].null_count() == frame.height:
+            typer.echo(
+                f"warning: no run has the label {col[len('label.') :]!r}; "
+                "every run is in the group null.",
+                err=True,
+            )
+
+
+# ------------------------------------------------------------------ output
 
 
 def _plain(frame: pl.DataFrame) -> pl.DataFrame:
@@ -148,67 +314,111 @@ def _plain(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _json(body: object) -> str:
+    return orjson.dumps(
+        body, option=orjson.OPT_INDENT_2 | orjson.OPT_NAIVE_UTC, default=str
+    ).decode()
+
+
+def _table(frame: pl.DataFrame) -> str:
+    shown = _plain(frame.head(TABLE_ROWS))
+    with pl.Config(
+        tbl_rows=TABLE_ROWS,
+        tbl_cols=-1,
+        fmt_str_lengths=60,
+        tbl_hide_dataframe_shape=True,
+        tbl_width_chars=400,
+        tbl_hide_column_data_types=True,
+    ):
+        text = str(shown)
+    if frame.height > TABLE_ROWS:
+        text += (
+            f"\n({TABLE_ROWS} of {frame.height:,} rows shown; "
+            "--format csv|json|parquet --out FILE writes all)"
+        )
+    return text
+
+
+def render(frame: pl.DataFrame, fmt: Format, as_of: datetime | None) -> str:
+    """A result as an aligned table, CSV, or JSON (``{"as_of": …, "rows": […]}``)."""
+    if fmt is Format.json:
+        return _json({"as_of": as_of.isoformat() if as_of else None, "rows": frame.to_dicts()})
+    if fmt is Format.csv:
+        return _plain(frame).write_csv()
+    text = _table(frame)
+    if as_of is not None:
+        text += f"\nas_of: {as_of.isoformat()}"
+    return text
+
+
+def _write_parquet(frame: pl.DataFrame, out: Path, as_of: datetime | None) -> None:
+    import pyarrow.parquet as pq
+
+    table = frame.to_arrow()
+    meta = {
+        **(table.schema.metadata or {}),
+        b"ocp_analytics.as_of": (as_of.isoformat() if as_of else "").encode(),
+    }
+    pq.write_table(table.replace_schema_metadata(meta), out)
+
+
+def _deliver(text: str, out: Path | None) -> None:
+    if out is None:
+        typer.echo(text, nl=not text.endswith("\n"))
+    else:
+        out.write_text(text + ("" if text.endswith("\n") else "\n"), encoding="utf-8")
+
+
 def emit(frame: pl.DataFrame, fmt: Format, out: Path | None, as_of: datetime | None) -> None:
-    """Write a result as an aligned table, CSV, JSON (with header) or Parquet."""
+    """Write a result to ``out`` (or print it) as a table, CSV, JSON or Parquet."""
     if fmt is Format.parquet:
         if out is None:
             raise OcpAnalyticsError(
-                "--format parquet needs --out FILE\n\nHint: add --out result.parquet"
+                hint("--format parquet needs --out FILE.", "add --out result.parquet.")
             )
-        import pyarrow.parquet as pq
-
-        table = frame.to_arrow()
-        meta = {
-            **(table.schema.metadata or {}),
-            b"ocp_analytics.as_of": (as_of.isoformat() if as_of else "").encode(),
-        }
-        pq.write_table(table.replace_schema_metadata(meta), out)
-        return
-    if fmt is Format.json:
-        text = orjson.dumps(
-            {"as_of": as_of.isoformat() if as_of else None, "rows": frame.to_dicts()},
-            option=orjson.OPT_INDENT_2 | orjson.OPT_NAIVE_UTC,
-            default=str,
-        ).decode()
-    elif fmt is Format.csv:
-        text = _plain(frame).write_csv()
+        _write_parquet(frame, out, as_of)
     else:
-        shown = _plain(frame.head(TABLE_ROWS))
-        with pl.Config(
-            tbl_rows=TABLE_ROWS,
-            tbl_cols=-1,
-            fmt_str_lengths=60,
-            tbl_hide_dataframe_shape=True,
-            tbl_width_chars=400,
-            tbl_hide_column_data_types=True,
-        ):
-            text = str(shown)
-        if frame.height > TABLE_ROWS:
-            text += (
-                f"\n({TABLE_ROWS} of {frame.height:,} rows shown; "
-                "--format csv|json|parquet --out FILE writes all)"
-            )
-        if as_of is not None:
-            text += f"\nas_of: {as_of.isoformat()}"
-    if out is None:
-        typer.echo(text)
-    else:
-        out.write_text(text + ("\n" if not text.endswith("\n") else ""))
+        _deliver(render(frame, fmt, as_of), out)
+    if out is not None:
+        typer.echo(f"wrote {frame.height:,} rows to {out}", err=True)
 
 
 DatasetArg = Annotated[Path, typer.Argument(help="The dataset folder.")]
-RulesOpt = Annotated[Path | None, typer.Option("--rules", help="Rules file (.toml or .json).")]
+RulesOpt = Annotated[
+    list[Path] | None,
+    typer.Option("--rules", metavar="FILE", help="A rules file (.toml or .json); repeatable."),
+]
 RuleOpt = Annotated[
     list[str] | None,
-    typer.Option("--rule", help="Short rule, e.g. 'tests+review' or 'runtime_s<=3600'."),
+    typer.Option(
+        "--rule",
+        metavar="RULE",
+        help="A short rule, e.g. 'tests+review' or 'runtime_s<=3600'; repeatable.",
+    ),
 ]
 AsOfOpt = Annotated[
-    str | None, typer.Option("--as-of", help="Judge events as of this instant (default now, UTC).")
+    str | None,
+    typer.Option(
+        "--as-of",
+        metavar="INSTANT",
+        help="Judge late events as of this instant (ISO 8601; default now).",
+    ),
 ]
-OutOpt = Annotated[Path | None, typer.Option("--out", "-o", help="Write to this file.")]
-FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="table, csv, json or parquet.")]
+OutOpt = Annotated[
+    Path | None,
+    typer.Option("--out", "-o", metavar="FILE", help="Write to this file (its folder must exist)."),
+]
+FormatOpt = Annotated[
+    Format | None,
+    typer.Option(
+        "--format",
+        "-f",
+        help="table, csv, json or parquet (default: from the --out extension, else table).",
+    ),
+]
 ByOpt = Annotated[
-    list[str] | None, typer.Option("--by", help="Group by a runs column or label.KEY (repeatable).")
+    list[str] | None,
+    typer.Option("--by", metavar="COLUMN", help="Group by a runs column or label.KEY; repeatable."),
 ]
 
 
@@ -219,28 +429,73 @@ def accept(
     rule: RuleOpt = None,
     as_of: AsOfOpt = None,
     out: OutOpt = None,
-    format: FormatOpt = Format.table,
+    format: FormatOpt = None,
     recorded: Annotated[bool, typer.Option(help="Include each run's recorded rule.")] = True,
 ) -> None:
     """Per-run acceptance under each run's own rule and alternative rules.
 
-    With --format parquet the runs are evaluated a slice at a time, so memory
-    stays bounded on datasets of any size; rows are then written slice by
-    slice and rule by rule (other formats are sorted by run_id and rule).
+    One row per (run, rule): outcome, reasons, tier, q, the attempt at
+    acceptance, window_open and as_of. The rule named recorded is each run's
+    own rule. Written as Parquet, runs are evaluated a slice at a time, so
+    memory stays bounded on datasets of any size (rows then come slice by
+    slice and rule by rule; other formats are sorted by run_id and rule).
+
+    \b
+    Examples:
+      ocp-analytics accept runs.dataset
+      ocp-analytics accept runs.dataset --rule tests+review --rule 'runtime_s<=3600'
+      ocp-analytics accept runs.dataset --rules team-bars.toml -o acceptance.parquet
+      ocp-analytics accept runs.dataset --as-of 2026-12-01T00:00:00Z -f csv -o acc.csv
     """
     from ocp_analytics.acceptance import acceptance, write_acceptance
 
     try:
+        fmt = output_format(format, out)
         when = _as_of(as_of)
         alt = _rules_arg(rules, rule)
-        if format is Format.parquet and out is not None:
+        if fmt is Format.parquet and out is not None:
             rows = write_acceptance(dataset, out, alt, as_of=when, recorded=recorded)
             typer.echo(f"wrote {rows:,} rows to {out} (as_of {when.isoformat()})", err=True)
             return
         frame = acceptance(dataset, alt, as_of=when, recorded=recorded)
-        emit(frame.sort("run_id", "rule").collect(), format, out, when)
+        emit(frame.sort("run_id", "rule").collect(), fmt, out, when)
     except OcpAnalyticsError as exc:
         raise _fail(exc) from exc
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.1f}".removesuffix(".0")
+
+
+def rate_text(
+    rate: float | None, low: float | None, high: float | None, decided: int, runs: int
+) -> str:
+    """A rate with its interval and how many runs were decided.
+
+    Examples
+    --------
+    >>> rate_text(1.0, 0.7846, 1.0, 14, 31)
+    '100% [78.5–100] of 14/31 decided'
+    >>> rate_text(None, None, None, 0, 3)
+    '– of 0/3 decided'
+    """
+    if rate is None:
+        return f"– of {decided:,}/{runs:,} decided"
+    return f"{_pct(rate)}% [{_pct(low or 0.0)}–{_pct(high or 0.0)}] of {decided:,}/{runs:,} decided"
+
+
+def rates_table(frame: pl.DataFrame) -> pl.DataFrame:
+    """Rates for reading: ``accept_rate`` becomes one text column with its
+    interval and decided share (``100% [78.5–100] of 14/31 decided``)."""
+    cells = [
+        rate_text(
+            r["accept_rate"], r["ci_low"], r["ci_high"], r["accepted"] + r["rejected"], r["runs"]
+        )
+        for r in frame.iter_rows(named=True)
+    ]
+    return frame.with_columns(pl.Series("accept_rate", cells, dtype=pl.String)).drop(
+        "ci_low", "ci_high", "decided_share"
+    )
 
 
 @app.command()
@@ -250,24 +505,66 @@ def rates(
     rule: RuleOpt = None,
     by: ByOpt = None,
     min_tier: Annotated[
-        str | None,
+        Tier | None,
         typer.Option("--min-tier", help="Count only outcomes at least this strong as decided."),
     ] = None,
     as_of: AsOfOpt = None,
     out: OutOpt = None,
-    format: FormatOpt = Format.table,
+    format: FormatOpt = None,
 ) -> None:
-    """Acceptance rates per group and rule, with 95 % Wilson intervals."""
+    """Acceptance rates per group and rule, with 95 % Wilson intervals.
+
+    accept_rate = accepted / (accepted + rejected): runs whose outcome is
+    unknown are left out, so read it with decided_share. The table shows both
+    in one cell, e.g. '100% [78.5–100] of 14/31 decided' (14 of 31 runs
+    decided); csv, json and parquet keep accept_rate, ci_low, ci_high and
+    decided_share as numbers.
+
+    \b
+    Examples:
+      ocp-analytics rates runs.dataset
+      ocp-analytics rates runs.dataset --rules team-bars.toml --by label.team --by task_type
+      ocp-analytics rates runs.dataset --min-tier verified        # verified-only rate
+      ocp-analytics rates runs.dataset --rule tests+review -o rates.csv
+    """
     from ocp_analytics.rates import rates as run_rates
 
     try:
+        fmt = output_format(format, out)
         when = _as_of(as_of)
         frame = run_rates(
-            dataset, _rules_arg(rules, rule), by=by or [], min_tier=min_tier, as_of=when
+            dataset,
+            _rules_arg(rules, rule),
+            by=by or [],
+            min_tier=None if min_tier is None else min_tier.value,
+            as_of=when,
         ).collect()
-        emit(frame, format, out, when)
+        _warn_empty_labels(frame, by)
+        emit(rates_table(frame) if fmt is Format.table else frame, fmt, out, when)
     except OcpAnalyticsError as exc:
         raise _fail(exc) from exc
+
+
+def _matrix_table(m: pl.DataFrame) -> pl.DataFrame:
+    from ocp_analytics.rates import format_rate
+
+    keys = [c for c in m.columns if not c.endswith(("__low", "__high"))]
+    names = [c for c in keys if f"{c}__low" in m.columns]
+    cells = {
+        n: [
+            format_rate(r[n], r[f"{n}__low"], r[f"{n}__high"])
+            for r in m.select(n, f"{n}__low", f"{n}__high").iter_rows(named=True)
+        ]
+        for n in names
+    }
+    return m.select(
+        *[c for c in keys if c not in names],
+        *[pl.Series(n, cells[n], dtype=pl.String) for n in names],
+    )
+
+
+def _flips_path(out: Path) -> Path:
+    return out.with_name(out.stem + ".flips" + out.suffix)
 
 
 @app.command()
@@ -277,46 +574,63 @@ def compare(
     rule: RuleOpt = None,
     by: ByOpt = None,
     as_of: AsOfOpt = None,
-    sample: Annotated[int, typer.Option(help="Run ids sampled per flip.")] = 5,
+    sample: Annotated[int, typer.Option(min=0, help="Run ids shown per flip (0 or more).")] = 5,
     out: OutOpt = None,
-    format: FormatOpt = Format.table,
+    format: FormatOpt = None,
 ) -> None:
-    """Teams' bars side by side: rate matrix (group × rule) and flips per rule pair."""
+    """Teams' bars side by side: rate matrix (group × rule) and flips per rule pair.
+
+    The matrix has one row per group and, per rule, the accept rate with its
+    95 % interval. Flips count, for every ordered pair of rules, the runs
+    accepted under rule_a but not under rule_b, with a sample of run ids.
+    JSON is one document {"as_of", "matrix", "flips"}; csv and parquet write
+    the matrix to --out and the flips beside it as FILE.flips.EXT.
+
+    \b
+    Examples:
+      ocp-analytics compare runs.dataset --rules team-bars.toml --by label.team
+      ocp-analytics compare runs.dataset --rule tests --rule tests+review -o cmp.json
+      ocp-analytics compare runs.dataset --rules a.toml --rules b.toml -f csv -o cmp.csv
+    """
     from ocp_analytics.rates import compare as run_compare
 
     try:
+        fmt = output_format(format, out)
         when = _as_of(as_of)
         items = _rules_arg(rules, rule)
         if not items:
             raise OcpAnalyticsError(
-                "compare needs rules to compare\n\nHint: pass --rules FILE or --rule SHORT"
+                hint("compare needs rules to compare.", "pass --rules FILE or --rule SHORT.")
             )
         matrix, flips = run_compare(dataset, items, by=by or [], as_of=when, sample=sample)
         m, f = matrix.collect(), flips.collect()
-        if format is Format.table:
-            keys = [c for c in m.columns if not c.endswith(("__low", "__high"))]
-            names = [c for c in keys if f"{c}__low" in m.columns]
-            shown = m.select(
-                *[c for c in keys if c not in names],
-                *[
-                    pl.struct(n, f"{n}__low", f"{n}__high")
-                    .map_elements(_rate_cell(n), return_dtype=pl.String)
-                    .alias(n)
-                    for n in names
-                ],
+        _warn_empty_labels(m, by)
+        if fmt is Format.table:
+            text = "\n".join(
+                [
+                    "accept rate [95% interval] by group and rule",
+                    render(_matrix_table(m), fmt, None),
+                    "",
+                    "flips: runs accepted under rule_a but not under rule_b",
+                    render(f, fmt, when),
+                ]
             )
-            typer.echo("accept rate [95% interval] by group and rule")
-            emit(shown, format, None, None)
-            typer.echo("\nflips: runs accepted under rule_a but not under rule_b")
-            emit(f, format, None, when)
+            _deliver(text, out)
+        elif fmt is Format.json:
+            body = {
+                "as_of": when.isoformat(),
+                "matrix": m.to_dicts(),
+                "flips": f.to_dicts(),
+            }
+            _deliver(_json(body), out)
+        else:
+            emit(m, fmt, out, when)
+            if out is None:
+                typer.echo("")
+            emit(f, fmt, None if out is None else _flips_path(out), when)
             return
-        if format is Format.json:
-            emit(m, format, out, when)
-            flip_out = out.with_name(out.stem + ".flips" + out.suffix) if out else None
-            emit(f, format, flip_out, when)
-            return
-        emit(m, format, out, when)
-        emit(f, format, out.with_name(out.stem + ".flips" + out.suffix) if out else None, when)
+        if out is not None:
+            typer.echo(f"wrote {out}", err=True)
     except OcpAnalyticsError as exc:
         raise _fail(exc) from exc
 
@@ -324,44 +638,83 @@ def compare(
 @app.command()
 def sql(
     dataset: DatasetArg,
-    query: Annotated[str | None, typer.Argument(help="A SQL query; omit for a prompt.")] = None,
+    query: Annotated[
+        str | None, typer.Argument(help="A SQL query; omit it to read standard input.")
+    ] = None,
     file: Annotated[
-        Path | None, typer.Option("--file", "-f", help="Run the query in this file.")
+        Path | None, typer.Option("--file", metavar="FILE", help="Run the SQL in this file.")
     ] = None,
     rules: RulesOpt = None,
     rule: RuleOpt = None,
     as_of: AsOfOpt = None,
     out: OutOpt = None,
-    format: Annotated[
-        Format, typer.Option("--format", help="table, csv, json or parquet.")
-    ] = Format.table,
+    format: FormatOpt = None,
 ) -> None:
-    """Run SQL over the dataset's views (runs, signals, acceptance, rates, …)."""
+    """Run SQL over the dataset's views (runs, signals, acceptance, rates, …).
+
+    The views: runs, attempts, signals, rules, artifacts, findings,
+    quarantine (current run versions), acceptance (the columns of accept, for
+    the recorded rule and every --rule/--rules), rates. The query comes from
+    the argument, from --file, or from standard input (piped text runs as it
+    is, a trailing ';' optional); on a terminal without a query a prompt
+    opens (end a query with ';', quit with .quit). Several statements run in
+    order; the last query's result is shown.
+
+    \b
+    Examples:
+      ocp-analytics sql runs.dataset "SELECT rule, accept_rate FROM rates"
+      ocp-analytics sql runs.dataset --rule tests+review \\
+          "SELECT * FROM acceptance WHERE outcome = 'rejected'" -o rejected.csv
+      ocp-analytics sql runs.dataset --file my-query.sql -f json
+      echo "SELECT count(*) FROM runs" | ocp-analytics sql runs.dataset
+    """
+    import duckdb
+
     from ocp_analytics.sql import connect
 
     try:
+        fmt = output_format(format, out)
         when = _as_of(as_of)
-        con = connect(dataset, rules=_rules_arg(rules, rule) or None, as_of=when)
-        text = file.read_text() if file is not None else query
+        alternatives = _rules_arg(rules, rule) or None
+        text = _sql_text(query, file)
+        con = connect(dataset, rules=alternatives, as_of=when)
         if text is None:
             _prompt(con)
             return
-        emit(con.sql(text).pl(), format, out, None)
+        result = con.sql(text)
+        if result is not None:
+            emit(result.pl(), fmt, out, None)
     except OcpAnalyticsError as exc:
         raise _fail(exc) from exc
-    except Exception as exc:  # duckdb errors: show them plainly
-        if type(exc).__module__.startswith("duckdb") or type(exc).__module__.startswith("_duckdb"):
-            raise _fail(exc) from exc
-        raise
+    except duckdb.Error as exc:
+        raise _fail(
+            OcpAnalyticsError(
+                hint(str(exc), "the views and their columns: ocp-analytics sql --help")
+            )
+        ) from exc
 
 
-def _rate_cell(name: str) -> Any:
-    from ocp_analytics.rates import format_rate
-
-    def cell(s: dict[str, Any]) -> str:
-        return format_rate(s[name], s[f"{name}__low"], s[f"{name}__high"])
-
-    return cell
+def _sql_text(query: str | None, file: Path | None) -> str | None:
+    """The SQL to run: the argument, the file, piped standard input, or None (prompt)."""
+    if query is not None and file is not None:
+        raise OcpAnalyticsError(hint("both a query and --file were given.", "pass one of them."))
+    if file is not None:
+        if not file.is_file():
+            raise OcpAnalyticsError(
+                hint(f"SQL file {str(file)!r} does not exist.", "check the path given to --file.")
+            )
+        text = file.read_text(encoding="utf-8")
+    elif query is not None:
+        text = query
+    elif sys.stdin.isatty():
+        return None
+    else:
+        text = sys.stdin.read()
+    if not text.strip().strip(";").strip():
+        raise OcpAnalyticsError(
+            hint("no SQL to run.", 'pass a query, e.g. "SELECT * FROM rates", or --file FILE.')
+        )
+    return text
 
 
 def _prompt(con: Any) -> None:
@@ -374,16 +727,24 @@ def _prompt(con: Any) -> None:
         try:
             line = input("sql> " if not buf else "...> ")
         except EOFError:
+            if "".join(buf).strip():
+                _run_in_prompt(con, "\n".join(buf))
             return
         if line.strip() in (".quit", ".exit"):
             return
         buf.append(line)
         if line.rstrip().endswith(";"):
             text, buf = "\n".join(buf), []
-            try:
-                emit(con.sql(text).pl(), Format.table, None, None)
-            except Exception as exc:  # keep the prompt alive on a bad query
-                typer.echo(f"error: {exc}", err=True)
+            _run_in_prompt(con, text)
+
+
+def _run_in_prompt(con: Any, text: str) -> None:
+    try:
+        result = con.sql(text)
+        if result is not None:
+            emit(result.pl(), Format.table, None, None)
+    except Exception as exc:  # keep the prompt alive on a bad query
+        typer.echo(f"error: {exc}", err=True)
 
 
 def main() -> None:
