@@ -12,6 +12,7 @@ from ocp_analytics.exceptions import (
 )
 from ocp_analytics.ingest import IngestSummary, ingest, read_documents
 from ocp_analytics.rates import compare, label, rates
+from ocp_analytics.report import report
 from ocp_analytics.rules import Rule, ScoreTarget, read_rules_file
 from ocp_analytics.sql import connect, run_query
 
@@ -37,6 +38,7 @@ __all__ = [
     "rates",
     "read_documents",
     "read_rules_file",
+    "report",
     "run_query",
     "scan_dataset",
     "write_acceptance",
