@@ -15,8 +15,13 @@
 -- Output columns, ordered by period then rule:
 --   period TIMESTAMPTZ          the first instant of the run's period (UTC)
 --   rule, runs, accepted, rejected, unknown, accept_rate, ci_low, ci_high,
---   decided_share, attempts_mean, attempts_median, first_attempt_share,
---   provisional                 as in the rates view
+--   decided_share, attempts_mean, attempts_median, first_attempt_share
+--                               as in the rates view
+--   first_node_attempt_share DOUBLE
+--                               share of accepted runs (with a known attempt at
+--                               acceptance) accepted at their node's first
+--                               attempt (accepted_attempt_n = 1)
+--   provisional BIGINT          as in the rates view
 --   tier_verified, tier_reported, tier_heuristic, tier_asserted BIGINT
 --                               decided runs (accepted or rejected) by tier
 --   as_of TIMESTAMPTZ
@@ -61,6 +66,10 @@ counts AS (
             AS attempts_median,
         count(attempts_to_acceptance) FILTER (WHERE outcome = 'accepted') AS with_attempts,
         count(*) FILTER (WHERE outcome = 'accepted' AND attempts_to_acceptance = 1) AS at_first,
+        count(*) FILTER (
+            WHERE outcome = 'accepted' AND attempts_to_acceptance IS NOT NULL
+            AND accepted_attempt_n = 1
+        ) AS at_first_of_node,
         count(*) FILTER (WHERE outcome IN ('accepted', 'rejected') AND tier = 'verified')
             AS tier_verified,
         count(*) FILTER (WHERE outcome IN ('accepted', 'rejected') AND tier = 'reported')
@@ -92,6 +101,9 @@ SELECT
     CASE
         WHEN with_attempts > 0 THEN CAST(at_first AS DOUBLE) / with_attempts
     END AS first_attempt_share,
+    CASE
+        WHEN with_attempts > 0 THEN CAST(at_first_of_node AS DOUBLE) / with_attempts
+    END AS first_node_attempt_share,
     provisional,
     tier_verified,
     tier_reported,
