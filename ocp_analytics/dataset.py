@@ -60,14 +60,37 @@ def is_dataset(path: str | Path) -> bool:
     return (Path(path) / MARKER).is_file()
 
 
+def _skeleton_names() -> set[str]:
+    names = {BATCHES, SCHEMA_DIR, ".lock", f".{MARKER}.tmp", *S.TABLES}
+    return names
+
+
+def _is_unfinished(root: Path) -> bool:
+    """A folder left by a :func:`create` that was killed before writing the marker.
+
+    It holds nothing but the dataset's own folders and files, and no commit
+    record (a batch is committed only after the marker exists).
+    """
+    names = _skeleton_names()
+    if any(p.name not in names for p in root.iterdir()):
+        return False
+    batches = root / BATCHES
+    return not (batches.is_dir() and any(batches.iterdir()))
+
+
 def create(path: str | Path) -> Path:
-    """Create an empty dataset folder (or return an existing one)."""
+    """Create an empty dataset folder (or return an existing one).
+
+    The format marker is written last, atomically. A folder left by a
+    creation that was killed before the marker (only the dataset's own
+    folders in it, no commit) is completed, not refused.
+    """
     root = Path(path)
     if root.exists() and not root.is_dir():
         raise DatasetError(
             hint(f"{str(root)!r} exists and is not a folder.", "choose another --out path.")
         )
-    if root.is_dir() and any(root.iterdir()) and not is_dataset(root):
+    if root.is_dir() and not is_dataset(root) and not _is_unfinished(root):
         raise DatasetError(
             hint(
                 f"{str(root)!r} is a non-empty folder that is not a dataset.",
@@ -175,7 +198,10 @@ class Dataset:
 def _scan(root: Path, files: list[str], table: str) -> pl.LazyFrame:
     if not files:
         return pl.LazyFrame(schema=S.polars_schema(table))
-    return pl.scan_parquet([str(root / f) for f in files], schema=S.polars_schema(table))
+    # glob=False: a dataset path holding "[", "*" or "?" is a path, not a pattern.
+    return pl.scan_parquet(
+        [str(root / f) for f in files], schema=S.polars_schema(table), glob=False
+    )
 
 
 def table_files(root: Path, records: list[dict[str, Any]], table: str) -> list[str]:
@@ -213,6 +239,7 @@ _MANIFEST_SCHEMA = {
     "seq": pl.Int64,
     "committed_at": pl.String,
     "path": pl.String,
+    "resolved": pl.String,
     "size": pl.Int64,
     "sha256": pl.String,
     "documents": pl.Int64,

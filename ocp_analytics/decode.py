@@ -13,10 +13,24 @@ JSON type does not fit the declared dtype (each one a ``wrong_type``
 finding), records the JSON type of each ``signal.value``, and hands back a
 clean text that the fast path decodes exactly as it would a clean document.
 Both paths therefore share one flattening step (``tables.py``).
+
+The slow path also reads what orjson refuses but a JSON reader must not lose
+a run over: a lone surrogate escape (``"\\ud800"``) or bytes that are not
+UTF-8 in any string, in a field the package reads or not (``lone_surrogate``
+/ ``invalid_utf8`` findings, the string read as null, a member whose *name*
+is bad dropped), and a number too large for a 64-bit float
+(``out_of_range``, read as null). polars would read the surrogate as
+``"\\x00"`` without a word, so such lines are routed here by the prefilter;
+``null`` elements of ``signals`` / ``attempts`` / ``artifacts`` are routed
+here too and each is a ``wrong_type`` finding.
 """
 
 from __future__ import annotations
 
+import json
+import math
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +67,9 @@ PREFILTER = (
     r'"value"\s*:\s*(?:true|false|"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")'
     rf'|"(?:{_NUMERIC_KEYS})"\s*:\s*(?:true|false)'
     rf'|"(?:{_STRING_KEYS})"\s*:\s*[-0-9tf]'
+    # a surrogate escape (polars reads a lone one as "\x00"); a null array element
+    r"|\\u[dD][89a-fA-F]"
+    r"|[\[,]\s*null\s*[,\]]"
 )
 
 
@@ -85,7 +102,7 @@ class Decoded:
     findings: list[Finding] = field(default_factory=list)
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -97,6 +114,87 @@ def _json_type(value: Any) -> str:
     return "array" if isinstance(value, list) else "object"
 
 
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_HIGH_FLOAT = 2.0**64
+
+
+def member_path(path: str, key: str) -> str:
+    """The JSON path of member ``key`` of the object at ``path``.
+
+    Examples
+    --------
+    >>> member_path("$.run.labels", "team"), member_path("$.run.labels", "a b")
+    ('$.run.labels.team', '$.run.labels["a b"]')
+    """
+    return f"{path}.{key}" if _NAME.fullmatch(key) else f"{path}[{json.dumps(key)}]"
+
+
+class _Unicode:
+    """Make a parsed document representable: bad strings and numbers become null.
+
+    A string holding a surrogate (a lone ``\\ud800`` escape, or a byte that is
+    not UTF-8 kept as a surrogate escape by the reader) is read as null; a
+    member whose name holds one is dropped; a number beyond a 64-bit float
+    (parsed as infinity) is read as null. Each is a finding. Integers beyond
+    64 bits become floats, as orjson and polars read them.
+    """
+
+    def __init__(self, pos: int, invalid_utf8: bool) -> None:
+        self.pos, self.invalid_utf8 = pos, invalid_utf8
+        self.findings: list[Finding] = []
+        self.nulled: set[str] = set()
+
+    def bad_text(self, text: str, path: str, what: str) -> None:
+        chars = _SURROGATE.findall(text)
+        raw = [c for c in chars if "\udc80" <= c <= "\udcff"]
+        if self.invalid_utf8 and raw:
+            found = " ".join(f"0x{ord(c) - 0xDC00:02x}" for c in raw[:8])
+            code, msg = "invalid_utf8", f"holds bytes that are not UTF-8 ({found})"
+        else:
+            found = " ".join(f"\\u{ord(c):04x}" for c in chars[:8])
+            code, msg = "lone_surrogate", f"holds a lone surrogate escape ({found})"
+        self.findings.append(Finding(self.pos, code, path, f"{what} {msg}; {self.fate(what)}"))
+
+    @staticmethod
+    def fate(what: str) -> str:
+        return "the member is dropped" if what == "the member name" else "read as null"
+
+    def fix(self, value: Any, path: str) -> Any:
+        if isinstance(value, str):
+            if _SURROGATE.search(value):
+                self.bad_text(value, path, "the string")
+                self.nulled.add(path)
+                return None
+            return value
+        if isinstance(value, float):
+            if math.isfinite(value):
+                return value
+            self.findings.append(
+                Finding(
+                    self.pos,
+                    "out_of_range",
+                    path,
+                    "the number is beyond the range of a 64-bit float; read as null",
+                )
+            )
+            return None
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value if -(2**63) <= value < 2**64 else float(value)
+        if isinstance(value, list):
+            return [self.fix(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        if isinstance(value, dict):
+            out = {}
+            for k, v in value.items():
+                sub = member_path(path, k)
+                if _SURROGATE.search(k):
+                    self.bad_text(k, sub, "the member name")
+                    continue
+                out[k] = self.fix(v, sub)
+            return out
+        return value
+
+
 class _Cleaner:
     """Walk one parsed document against a polars dtype, nulling misfits."""
 
@@ -104,15 +202,12 @@ class _Cleaner:
         self.pos = pos
         self.findings: list[Finding] = []
 
-    def misfit(self, path: str, expected: str, value: Any) -> None:
-        found = _json_type(value)
+    def misfit(
+        self, path: str, expected: str, value: Any, fate: str = "the field is read as null"
+    ) -> None:
+        found = json_type(value)
         self.findings.append(
-            Finding(
-                self.pos,
-                "wrong_type",
-                path,
-                f"expected {expected}, found {found}; the field is read as null",
-            )
+            Finding(self.pos, "wrong_type", path, f"expected {expected}, found {found}; {fate}")
         )
 
     def clean(self, value: Any, dtype: Any, path: str, any_scalar: bool = False) -> Any:
@@ -128,6 +223,10 @@ class _Cleaner:
                 self.misfit(path, "an array", value)
                 return None
             inner = dtype.inner
+            if isinstance(inner, pl.Struct):
+                for i, v in enumerate(value):
+                    if v is None:
+                        self.misfit(f"{path}[{i}]", "an object", v, "the element is skipped")
             return [self.clean(v, inner, f"{path}[{i}]") for i, v in enumerate(value)]
         if dtype == pl.Float64:
             if isinstance(value, bool) or not isinstance(value, int | float):
@@ -153,7 +252,7 @@ class _Cleaner:
                 )
         if is_signal and "value" in value:
             raw = value["value"]
-            out["_ocpa_vtype"] = _json_type(raw) if out.get("value") is not None else "null"
+            out["_ocpa_vtype"] = json_type(raw) if out.get("value") is not None else "null"
         return out
 
 
@@ -164,35 +263,76 @@ def _not_json_code(text: str, error: Exception, unterminated: bool) -> str:
     return "truncated" if "EOF" in msg or "end of" in msg.lower() else "not_json"
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _parse(text: str) -> Any:
+    """orjson, or the standard reader for what orjson refuses but JSON allows.
+
+    orjson refuses lone surrogate escapes, surrogates (bytes that were not
+    UTF-8) and numbers beyond a 64-bit float; the standard reader takes them
+    and :class:`_Unicode` reports them.
+    """
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        try:
+            return json.loads(text, parse_constant=_no_constant)
+        except (ValueError, RecursionError):
+            raise exc from None
+
+
+# Fields whose defect makes the document unreadable rather than a finding.
+_KEY_PATHS = ("$.run.id", "$.ocp")
+
+
 def sanitize(
-    text: str, pos: int, *, unterminated: bool = False
+    text: str, pos: int, *, unterminated: bool = False, invalid_utf8: bool = False
 ) -> tuple[str | None, list[Finding], Rejected | None]:
     """Read one document on the slow path.
 
     Returns ``(clean_text, findings, None)`` for a readable document, or
     ``(None, [], rejected)`` for text that is not a run document.
+    ``invalid_utf8``: the text holds bytes that were not UTF-8 (as surrogate
+    escapes).
     """
     try:
-        doc = orjson.loads(text)
-    except orjson.JSONDecodeError as exc:
+        parsed = _parse(text)
+    except (orjson.JSONDecodeError, RecursionError) as exc:
         code = _not_json_code(text, exc, unterminated)
-        return None, [], Rejected(pos, code, f"not valid JSON: {exc}")
+        note = " (the text also holds bytes that are not UTF-8)" if invalid_utf8 else ""
+        return None, [], Rejected(pos, code, f"not valid JSON{note}: {exc}")
+    uni = _Unicode(pos, invalid_utf8)
+    doc = uni.fix(parsed, "$")
+    for f in uni.findings:
+        if f.json_path in _KEY_PATHS:
+            return None, [], Rejected(pos, f.code, f.message, f.json_path)
+    if invalid_utf8 and not any(f.code == "invalid_utf8" for f in uni.findings):
+        return None, [], Rejected(pos, "invalid_utf8", "the text holds bytes that are not UTF-8")
     if not isinstance(doc, dict):
-        found = _json_type(doc)
+        found = json_type(doc)
         return None, [], Rejected(pos, "not_object", f"top level is {found}", "$")
     run = doc.get("run")
     if run is not None and not isinstance(run, dict):
-        found = _json_type(run)
+        found = json_type(run)
         msg = f"run is {found}, expected an object"
         return None, [], Rejected(pos, "missing_run", msg, "$.run")
     cleaner = _Cleaner(pos)
     clean = cleaner.clean_struct(doc, DOCUMENT_DTYPE, "$")
-    # labels and the rule are read from their own text later: keep them.
+    # labels and the rule are read from their own text later: keep them
+    # (a label whose value was just reported and nulled is left out, so it
+    # is not reported again as a null label).
     if isinstance(run, dict):
+        labels = run.get("labels")
+        if isinstance(labels, dict) and uni.nulled:
+            run["labels"] = {
+                k: v for k, v in labels.items() if member_path("$.run.labels", k) not in uni.nulled
+            }
         for key in ("labels", "acceptance_rule"):
             if key in run:
                 clean.setdefault("run", {})[key] = run[key]
-    return orjson.dumps(clean).decode(), cleaner.findings, None
+    return orjson.dumps(clean).decode(), uni.findings + cleaner.findings, None
 
 
 def _decode(texts: pl.Series) -> pl.Series:
@@ -221,7 +361,12 @@ def _decode_or_bisect(texts: pl.Series, positions: list[int], failed: list[int])
     )
 
 
-def decode_texts(texts: list[str], unterminated: frozenset[int] = frozenset()) -> Decoded:
+def decode_texts(
+    texts: list[str],
+    unterminated: frozenset[int] = frozenset(),
+    *,
+    raw: Mapping[int, str] | None = None,
+) -> Decoded:
     """Decode a chunk of document texts (positions are indexes into ``texts``).
 
     Parameters
@@ -232,11 +377,18 @@ def decode_texts(texts: list[str], unterminated: frozenset[int] = frozenset()) -
     unterminated
         Positions whose text was cut off by the end of its source (an
         unparseable one is quarantined as ``truncated``).
+    raw
+        Positions whose bytes were not valid UTF-8: the text as read, bad bytes
+        kept as surrogate escapes (``texts`` holds a display copy). They take
+        the slow path and each bad string is an ``invalid_utf8`` finding.
     """
+    raw = raw or {}
     series = pl.Series("t", texts, dtype=pl.String)
     flagged = series.str.contains(PREFILTER).fill_null(False)
     fast = [i for i, f in enumerate(flagged.to_list()) if not f]
-    slow = [i for i, f in enumerate(flagged.to_list()) if f]
+    slow = [i for i, f in enumerate(flagged.to_list()) if f or i in raw]
+    if raw:
+        fast = [i for i in fast if i not in raw]
     parts: list[_Part] = []
     for start in range(0, len(fast), SUBCHUNK):
         pos = fast[start : start + SUBCHUNK]
@@ -245,7 +397,9 @@ def decode_texts(texts: list[str], unterminated: frozenset[int] = frozenset()) -
     clean_pos: list[int] = []
     clean_texts: list[str] = []
     for i in sorted(slow):
-        text, findings, rejected = sanitize(texts[i], i, unterminated=i in unterminated)
+        text, findings, rejected = sanitize(
+            raw.get(i, texts[i]), i, unterminated=i in unterminated, invalid_utf8=i in raw
+        )
         if rejected is not None:
             result.rejected.append(rejected)
             continue
@@ -254,7 +408,10 @@ def decode_texts(texts: list[str], unterminated: frozenset[int] = frozenset()) -
         clean_pos.append(i)
         clean_texts.append(text)
     if clean_texts:
-        parts.append((clean_pos, _decode(pl.Series("t", clean_texts, dtype=pl.String))))
+        failed: list[int] = []
+        parts += _decode_or_bisect(pl.Series("t", clean_texts, dtype=pl.String), clean_pos, failed)
+        for i in failed:  # not expected: a clean text is built to decode
+            result.rejected.append(Rejected(i, "not_json", "the document cannot be decoded"))
         series.scatter(clean_pos, clean_texts)
     frames = [
         pl.DataFrame({"pos": pl.Series(pos, dtype=pl.UInt32), "doc": docs}) for pos, docs in parts

@@ -63,6 +63,7 @@ class SourceSummary:
     path: str
     size: int
     sha256: str
+    resolved: str = ""  # absolute resolved path: with sha256, the re-ingest key
     documents: int = 0
     runs_new: int = 0
     runs_replaced: int = 0
@@ -75,6 +76,7 @@ class SourceSummary:
         """The manifest entry of this source."""
         keys = (
             "path",
+            "resolved",
             "size",
             "sha256",
             "documents",
@@ -123,6 +125,12 @@ class IngestSummary:
         return self.documents_read == self.runs_written + self.quarantined
 
     def __str__(self) -> str:
+        if not self.sources:
+            return (
+                f"dataset: {self.dataset}\n"
+                "sources: 0 (no document file found; nothing to do)\n"
+                f"time: {self.seconds:.2f} s"
+            )
         skipped = sum(s.skipped for s in self.sources)
         rate = self.documents_read / self.seconds if self.seconds else 0.0
         lines = [
@@ -260,6 +268,14 @@ class _Known:
         return found.alias("kh")
 
 
+def _resolved(record: dict[str, Any]) -> str:
+    """The resolved path of a manifest source (records before it was kept: resolved now)."""
+    if "resolved" in record:
+        return str(record["resolved"])
+    path = str(record["path"])
+    return path if path == "-" else str(Path(path).resolve())
+
+
 def _load_known(root: Path, records: list[dict[str, Any]]) -> _Known:
     """(run id hash, content hash) of every current run already committed."""
     if not D.table_files(root, records, "runs"):
@@ -298,12 +314,12 @@ def _quarantine_problems(
 ) -> pl.DataFrame:
     meta = ChunkMeta(
         source.path,
-        [p.message for p in problems],
+        [p.head for p in problems],
         [p.line for p in problems],
         [None] * len(problems),
     )
     rows: list[tuple[int, str, str, str | None]] = [
-        (i, "truncated", p.message, None) for i, p in enumerate(problems)
+        (i, p.code, p.message, None) for i, p in enumerate(problems)
     ]
     return quarantine_frame(rows, meta, batch_id)
 
@@ -313,7 +329,7 @@ _Task = tuple[ChunkMeta, frozenset[int], int, str]  # texts, cut positions, doc_
 
 def _build(task: _Task) -> ChunkTables:
     meta, cut, base, batch_id = task
-    return build_tables(decode_texts(meta.texts, cut), meta, base, batch_id)
+    return build_tables(decode_texts(meta.texts, cut, raw=meta.raw), meta, base, batch_id)
 
 
 class _Ingest:
@@ -335,7 +351,7 @@ class _Ingest:
         records = D.read_commits(root)
         self.summary = IngestSummary(root)
         self.summary.orphans_removed = D.remove_orphans(root, records)
-        self.done = {(s["path"], s["sha256"]) for r in records for s in r["sources"]}
+        self.done = {(_resolved(s), s["sha256"]) for r in records for s in r["sources"]}
         self.known = _load_known(root, records)
         self.next_seq = max((r["seq"] for r in records), default=0) + 1
         self.batch = _Batch(root, self.next_seq)
@@ -348,14 +364,16 @@ class _Ingest:
         self.progress.start(sum(s.size for s in sources))
         try:
             for source in sources:
-                summary = SourceSummary(source.path, source.size, source.sha256)
+                summary = SourceSummary(
+                    source.path, source.size, source.sha256, resolved=source.resolved
+                )
                 self.summary.sources.append(summary)
-                if (source.path, source.sha256) in self.done:
+                if (source.resolved, source.sha256) in self.done:
                     summary.skipped = True
                     self.progress.advance(0, source.size)
                     continue
                 self.ingest_source(source, summary)
-                self.done.add((source.path, source.sha256))
+                self.done.add((source.resolved, source.sha256))
                 if self.batch.documents >= self.commit_docs:
                     self.commit()
             self.commit()

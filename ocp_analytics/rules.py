@@ -20,6 +20,10 @@ import orjson
 from ocp_analytics.exceptions import RuleError, hint
 
 RECORDED = "recorded"
+# The largest window: ended_at + window_days must stay a representable instant
+# (microseconds in 64 bits reach the year 294247); 10**8 days is 273,790 years.
+MAX_WINDOW_DAYS = 100_000_000
+SCALES = ("linear", "log", "fraction")
 DEFAULT_EXCLUDES = ("revert", "incident")
 DEFAULT_WINDOW_DAYS = 14
 _RULE_KEYS = {
@@ -119,11 +123,17 @@ def _is_str_list(value: Any) -> bool:
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    """A finite JSON number (a bool is not one; an integer beyond a float is not finite)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def _window_days(value: Any) -> int | None:
-    ok = _is_number(value) and math.isfinite(value) and value >= 0
+    ok = _is_number(value) and 0 <= value <= MAX_WINDOW_DAYS
     return int(value) if ok and float(value).is_integer() else None
 
 
@@ -138,6 +148,10 @@ def _check_score(score: Any) -> list[RuleProblem]:
         problems.append(RuleProblem(".score.target", "score.target must be a number"))
     if score.get("better") not in ("higher", "lower"):
         problems.append(RuleProblem(".score.better", 'score.better must be "higher" or "lower"'))
+    if score.get("scale") is not None and score.get("scale") not in SCALES:
+        problems.append(
+            RuleProblem(".score.scale", 'score.scale must be "linear", "log" or "fraction"')
+        )
     return problems
 
 
@@ -162,7 +176,11 @@ def check_rule_object(obj: Any) -> list[RuleProblem]:
             problems.append(RuleProblem(f".{key}", f"{key} must be a list of strings"))
     wd = obj.get("window_days")
     if wd is not None and _window_days(wd) is None:
-        problems.append(RuleProblem(".window_days", "window_days must be a whole number >= 0"))
+        problems.append(
+            RuleProblem(
+                ".window_days", f"window_days must be a whole number from 0 to {MAX_WINDOW_DAYS:,}"
+            )
+        )
     if obj.get("score") is not None:
         problems += _check_score(obj["score"])
     return problems
@@ -189,7 +207,7 @@ def rule_row(obj: Any) -> dict[str, Any]:
         "score_name": None if ".score.name" in bad else text(score.get("name")),
         "score_target": (float(score["target"]) if _is_number(score.get("target")) else None),
         "score_better": None if ".score.better" in bad else score.get("better"),
-        "score_scale": text(score.get("scale")),
+        "score_scale": None if ".score.scale" in bad else text(score.get("scale")),
         "excludes_events": None if ".excludes_events" in bad else o.get("excludes_events"),
         "window_days": _window_days(o.get("window_days")),
         "valid": not problems,

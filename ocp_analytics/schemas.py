@@ -23,6 +23,9 @@ SIGNAL_KINDS = ("verdict", "score", "event")
 VERDICT_VALUES = ("accept", "reject", "pass", "fail", "error")
 BETTER_VALUES = ("higher", "lower")
 SCALE_VALUES = ("linear", "log", "fraction")
+CONFIGURATION_SOURCES = ("usual", "alternative", "exploration", "user_edit", "habit", "designed")
+PROVENANCE_KINDS = ("logged", "designed")
+OUTCOME_RESULTS = ("done", "failed", "rejected", "canceled", "settled_unverified", "lost")
 ATTEMPT_STATUSES = (
     "queued",
     "working",
@@ -290,8 +293,30 @@ TABLES: dict[str, pa.Schema] = {
 RUN_TABLES = ("runs", "attempts", "signals", "rules", "artifacts", "findings")
 
 
+# What the engine writes: one row per (run, rule) (SEMANTICS §6–§9); large strings,
+# as polars hands them to Arrow, so writing needs no cast.
+_LSTR = pa.large_string()
+ACCEPTANCE = pa.schema(
+    [
+        ("run_id", _LSTR),
+        ("rule", _LSTR),
+        ("outcome", _LSTR),
+        ("reasons", pa.large_list(pa.large_string())),
+        ("tier", _LSTR),
+        ("q", pa.float64()),
+        ("accepted_attempt", _LSTR),
+        ("attempts_to_acceptance", pa.int64()),
+        ("accepted_attempt_n", pa.int64()),
+        ("accepted_round", pa.int64()),
+        ("window_open", pa.bool_()),
+        ("as_of", TS),
+    ]
+)
+OUTPUTS: dict[str, pa.Schema] = {"acceptance": ACCEPTANCE}
+
+
 def polars_schema(table: str) -> pl.Schema:
-    """The polars schema of a dataset table (derived from its pyarrow schema)."""
-    empty = pl.from_arrow(TABLES[table].empty_table())
+    """The polars schema of a dataset table or an output (derived from its pyarrow schema)."""
+    empty = pl.from_arrow({**TABLES, **OUTPUTS}[table].empty_table())
     assert isinstance(empty, pl.DataFrame)
     return empty.schema

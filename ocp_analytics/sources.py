@@ -1,26 +1,47 @@
 """Find input sources and read them as chunks of document texts.
 
 A source is a file (``.json``, ``.ndjson``, ``.jsonl``, each optionally
-``.gz`` or ``.zst``), a folder (searched recursively for those), a glob
-pattern, or ``-`` for standard input (spooled to a temporary file first, so
-it can be hashed and re-read like any file).
+``.gz`` or ``.zst``), a folder (searched recursively for those; an empty
+folder is no source at all, not an error), a glob pattern, or ``-`` for
+standard input (spooled to a temporary file first, so it can be hashed and
+re-read like any file). Two spellings of one file (``a.ndjson``,
+``./a.ndjson``, its absolute path) are one source.
+
+How each kind is read:
+
+* ``.ndjson`` / ``.jsonl``: a document a line. ``\\n``, ``\\r\\n`` and a lone
+  ``\\r`` all end a line; a UTF-8 byte order mark at the start is dropped.
+* ``.json``: one document or an array of documents; when the file is not one
+  JSON value, it is read as a stream of values (below). An empty or
+  whitespace-only file is one quarantined ``empty_file`` entry.
+* standard input: a stream of JSON values (NDJSON, concatenated
+  pretty-printed documents, arrays), never split inside a value.
+
+Compressed streams are decompressed block by block, so a stream cut short
+keeps every complete document before the cut; what follows is one
+``truncated`` problem naming the byte offset. A stream followed by bytes
+that are not another member (``trailing_garbage``), corrupt data
+(``corrupt``) and a file named ``.gz`` / ``.zst`` that is not compressed
+(``not_compressed``) are problems too. Every problem becomes one quarantine
+row, so it counts as one document read.
+
+Text that is not valid UTF-8 is never replaced silently: the line is read
+with its bad bytes kept (``ChunkMeta.raw``) and the decoder reports them.
 """
 
 from __future__ import annotations
 
 import glob
-import gzip
 import hashlib
-import io
 import os
+import re
 import shutil
 import sys
 import tempfile
 import zlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import orjson
 import zstandard
@@ -31,6 +52,11 @@ from ocp_analytics.tables import ChunkMeta
 DOC_SUFFIXES = (".json", ".ndjson", ".jsonl")
 COMPRESSED = (".gz", ".zst")
 STDIN = "-"
+BOM = b"\xef\xbb\xbf"
+GZIP_MAGIC = b"\x1f\x8b"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+BLOCK = 1 << 20
+HEAD = 1024
 
 
 @dataclass(frozen=True)
@@ -41,15 +67,16 @@ class Source:
     file: Path
     size: int
     sha256: str
+    resolved: str = ""  # the absolute, resolved path ("-" for stdin): re-ingest key
 
     @property
     def kind(self) -> str:
-        """``json`` or ``ndjson``, from the name without a compression suffix."""
+        """``json``, ``ndjson`` or ``stream`` (standard input)."""
+        if self.path == STDIN:
+            return "stream"
         name = self.file.name.lower()
         for c in COMPRESSED:
             name = name.removesuffix(c)
-        if self.path == STDIN:
-            return "sniff"
         return "json" if name.endswith(".json") else "ndjson"
 
 
@@ -63,13 +90,14 @@ def _is_doc_file(p: Path) -> bool:
 def _sha256(path: Path) -> str:
     h = hashlib.sha256()
     with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
+        for block in iter(lambda: f.read(BLOCK), b""):
             h.update(block)
     return h.hexdigest()
 
 
 def _source(display: str, file: Path) -> Source:
-    return Source(display, file, file.stat().st_size, _sha256(file))
+    resolved = STDIN if display == STDIN else str(file.resolve())
+    return Source(display, file, file.stat().st_size, _sha256(file), resolved)
 
 
 def _spool_stdin() -> Path:
@@ -82,7 +110,9 @@ def _spool_stdin() -> Path:
 def find_sources(specs: Sequence[str | Path]) -> list[Source]:
     """Expand files, folders, globs and ``-`` into sources, in a stable order.
 
-    Raises :class:`SourceError` for a path or pattern that matches nothing.
+    A folder holding no document file gives no source (an empty nightly
+    drop is not an error). Raises :class:`SourceError` for a path or pattern
+    that matches nothing.
     """
     found: dict[str, Source] = {}
     for spec in specs:
@@ -93,7 +123,10 @@ def find_sources(specs: Sequence[str | Path]) -> list[Source]:
         p = Path(text)
         if p.is_dir():
             files = sorted(f for f in p.rglob("*") if f.is_file() and _is_doc_file(f))
-        elif p.is_file():
+            for f in files:
+                found.setdefault(str(f.resolve()), _source(str(f), f))
+            continue
+        if p.is_file():
             files = [p]
         elif glob.has_magic(text):
             files = sorted(Path(f) for f in glob.glob(text, recursive=True) if Path(f).is_file())
@@ -108,47 +141,236 @@ def find_sources(specs: Sequence[str | Path]) -> list[Source]:
                 )
             )
         for f in files:
-            found.setdefault(str(f), _source(str(f), f))
+            found.setdefault(str(f.resolve()), _source(str(f), f))
     return list(found.values())
-
-
-def _open(file: Path) -> Any:
-    name = file.name.lower()
-    if name.endswith(".gz"):
-        return gzip.open(file, "rb")
-    if name.endswith(".zst"):
-        return zstandard.ZstdDecompressor().stream_reader(file.open("rb"), read_across_frames=True)
-    with file.open("rb") as head:
-        magic = head.read(4)
-    if magic[:2] == b"\x1f\x8b":
-        return gzip.open(file, "rb")
-    if magic == b"\x28\xb5\x2f\xfd":
-        return zstandard.ZstdDecompressor().stream_reader(file.open("rb"), read_across_frames=True)
-    return file.open("rb")
-
-
-_READ_ERRORS = (EOFError, OSError, zlib.error, zstandard.ZstdError)
 
 
 @dataclass
 class ReadProblem:
-    """A source could not be read to its end (e.g. a truncated gzip stream)."""
+    """Part of a source that is no document text (one quarantine row).
 
-    line: int
+    ``line`` is the line (or, for an array, the element's line) where it
+    starts, ``None`` until the reader knows it; ``head`` is the start of the
+    unread text, if any.
+    """
+
+    code: str
     message: str
+    line: int | None = None
+    head: str = ""
 
 
+_READ_ERRORS = (OSError, EOFError, zlib.error, zstandard.ZstdError)
+
+
+# --- bytes: decompression -------------------------------------------------------
+
+
+def _compression(file: Path, head: bytes) -> tuple[str | None, str | None]:
+    """(format, format named by the file) from the name and the first bytes."""
+    name = file.name.lower()
+    named = "gzip" if name.endswith(".gz") else "zstd" if name.endswith(".zst") else None
+    if head.startswith(GZIP_MAGIC):
+        return "gzip", named
+    if head.startswith(ZSTD_MAGIC):
+        return "zstd", named
+    return None, named
+
+
+class _Member:
+    """One gzip member or zstd frame being decompressed."""
+
+    def __init__(self, fmt: str) -> None:
+        self.fmt = fmt
+        self.d = (
+            zlib.decompressobj(31)
+            if fmt == "gzip"
+            else zstandard.ZstdDecompressor().decompressobj(read_across_frames=False)
+        )
+
+    def feed(self, data: bytes) -> bytes:
+        return self.d.decompress(data)
+
+    @property
+    def eof(self) -> bool:
+        return bool(self.d.eof)
+
+    @property
+    def unused(self) -> bytes:
+        return bytes(self.d.unused_data)
+
+
+def _decompressed(f: object, fmt: str, problems: list[ReadProblem]) -> Iterator[bytes]:
+    """Decompress gzip members / zstd frames one after another, block by block."""
+    read = f.read  # type: ignore[attr-defined]
+    magic = GZIP_MAGIC if fmt == "gzip" else ZSTD_MAGIC
+    member: _Member | None = _Member(fmt)
+    offset = 0  # compressed bytes consumed
+    out = 0  # decompressed bytes produced
+    pending = b""
+    while True:
+        data = pending or read(BLOCK)
+        pending = b""
+        if not data:
+            break
+        if member is None:  # between members: another member, zero padding, or junk
+            if not data.strip(b"\x00"):
+                offset += len(data)
+                continue
+            if len(data) < len(magic) and magic.startswith(data):
+                more = read(BLOCK)
+                if more:
+                    pending = data + more
+                    continue
+            if not data.startswith(magic):
+                problems.append(
+                    ReadProblem(
+                        "trailing_garbage",
+                        f"bytes from offset {offset} of the file follow the end of the "
+                        f"{fmt} stream and are not {fmt} data; they are not read",
+                        head=data[:HEAD].decode("utf-8", "replace"),
+                    )
+                )
+                return
+            member = _Member(fmt)
+        try:
+            block = member.feed(data)
+        except (zlib.error, zstandard.ZstdError) as exc:
+            problems.append(
+                ReadProblem(
+                    "corrupt",
+                    f"the {fmt} stream is corrupt near byte {offset} of the file "
+                    f"(decompressed byte {out}): {exc}; nothing after it is read",
+                )
+            )
+            return
+        out += len(block)
+        if block:
+            yield block
+        if member.eof:
+            rest = member.unused
+            offset += len(data) - len(rest)
+            member, pending = None, rest
+        else:
+            offset += len(data)
+    if member is not None and offset:
+        problems.append(
+            ReadProblem(
+                "truncated",
+                f"the {fmt} stream ends at byte {offset} of the file (decompressed byte "
+                f"{out}) before its end marker; the documents after the cut are lost",
+            )
+        )
+
+
+def _blocks(file: Path, problems: list[ReadProblem]) -> Iterator[bytes]:
+    """The bytes of a source, decompressed, block by block.
+
+    A stream problem stops the source where it happened and is appended to
+    ``problems`` once every block before it was yielded.
+    """
+    try:
+        with file.open("rb") as f:
+            head = f.read(4)
+            fmt, named = _compression(file, head)
+            if named is not None and fmt != named:
+                problems.append(
+                    ReadProblem(
+                        "not_compressed",
+                        f"the file is named as {named} data but does not start with the "
+                        f"{named} magic bytes (starts with {head!r}); nothing is read. "
+                        "Rename it without the compression suffix, or compress it",
+                        head=(head + f.read(HEAD)).decode("utf-8", "replace"),
+                    )
+                )
+                return
+            f.seek(0)
+            if fmt is None:
+                yield from iter(lambda: f.read(BLOCK), b"")
+            else:
+                yield from _decompressed(f, fmt, problems)
+    except _READ_ERRORS as exc:
+        problems.append(ReadProblem("corrupt", f"the source cannot be read: {exc}"))
+
+
+# --- lines -------------------------------------------------------------------------
+
+Line = tuple[int, bytes, bool]  # 1-based number, bytes without terminator, terminated
+
+
+def _split_cr(data: bytes) -> list[bytes]:
+    """Split on CR as well, for CR-only line endings (a CRLF's CR is dropped)."""
+    out: list[bytes] = []
+    for part in data.split(b"\n"):
+        if part.endswith(b"\r"):
+            part = part[:-1]
+        out += part.split(b"\r") if b"\r" in part else [part]
+    return out
+
+
+def _lines(blocks: Iterator[bytes]) -> Iterator[Line]:
+    """Lines of a byte stream, numbered from 1; ``\\n``, ``\\r\\n`` or ``\\r`` end one.
+
+    A UTF-8 byte order mark at the start is dropped.
+    """
+    rest = b""
+    n = 0
+    first = True
+    for block in blocks:
+        data = rest + block if rest else block
+        if first:
+            if len(data) < len(BOM) and BOM.startswith(data):
+                rest = data
+                continue
+            data = data.removeprefix(BOM)
+            first = False
+        if b"\r" in data:
+            # A CR at the very end may be the first half of a CRLF: keep it.
+            keep = data.endswith(b"\r")
+            parts = _split_cr(data[:-1] if keep else data)
+            rest = parts.pop() + (b"\r" if keep else b"")
+        else:
+            parts = data.split(b"\n")
+            rest = parts.pop()
+        for p in parts:
+            n += 1
+            yield n, p, True
+    if first:
+        rest = rest.removeprefix(BOM)
+    if rest.endswith(b"\r"):
+        for p in _split_cr(rest[:-1]):
+            n += 1
+            yield n, p, True
+    elif rest:
+        parts = _split_cr(rest)
+        for p in parts[:-1]:
+            n += 1
+            yield n, p, True
+        yield n + 1, parts[-1], False
+
+
+# --- chunks ------------------------------------------------------------------------
+
+
+@dataclass
 class _Chunker:
-    """Accumulate (text, line, index) triples into chunks of ``size``."""
+    """Accumulate document texts into chunks of ``size``."""
 
-    def __init__(self, source: Source, size: int) -> None:
-        self.source, self.size = source, size
-        self.texts: list[str] = []
-        self.lines: list[int | None] = []
-        self.indexes: list[int | None] = []
-        self.unterminated: set[int] = set()
+    source: Source
+    size: int
+    texts: list[str] = field(default_factory=list)
+    lines: list[int | None] = field(default_factory=list)
+    indexes: list[int | None] = field(default_factory=list)
+    raw: dict[int, str] = field(default_factory=dict)
+    unterminated: set[int] = field(default_factory=set)
 
-    def add(self, text: str, line: int | None, index: int | None, cut: bool = False) -> None:
+    def add(self, data: bytes, line: int | None, index: int | None, cut: bool = False) -> None:
+        """Add one document's bytes; bytes that are not UTF-8 are kept in ``raw``."""
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            self.raw[len(self.texts)] = data.decode("utf-8", "surrogateescape")
+            text = data.decode("utf-8", "replace")
         if cut:
             self.unterminated.add(len(self.texts))
         self.texts.append(text)
@@ -159,9 +381,10 @@ class _Chunker:
         return len(self.texts) >= self.size
 
     def take(self) -> tuple[ChunkMeta, frozenset[int]]:
-        meta = ChunkMeta(self.source.path, self.texts, self.lines, self.indexes)
+        meta = ChunkMeta(self.source.path, self.texts, self.lines, self.indexes, self.raw)
         cut = frozenset(self.unterminated)
-        self.texts, self.lines, self.indexes, self.unterminated = [], [], [], set()
+        self.texts, self.lines, self.indexes, self.raw = [], [], [], {}
+        self.unterminated = set()
         return meta, cut
 
 
@@ -171,68 +394,201 @@ Chunk = tuple[ChunkMeta, frozenset[int]]
 def read_chunks(source: Source, size: int, problems: list[ReadProblem]) -> Iterator[Chunk]:
     """Yield chunks of document texts with their 1-based lines or array indexes.
 
-    A read error (a truncated or corrupt compressed stream) stops the source
-    where it happened; it is appended to ``problems`` with the line it hit.
+    Parts of the source that are no document text (a stream cut short, an
+    empty ``.json`` file, …) are appended to ``problems``, each with its
+    code, message and line; each is one quarantine row.
     """
     chunker = _Chunker(source, size)
-    kind = source.kind
-    if kind == "sniff":
-        kind = _sniff(source.file)
-    reader = _read_json if kind == "json" else _read_ndjson
-    yield from reader(source, chunker, problems)
+    readers = {"json": _read_json, "ndjson": _read_ndjson, "stream": _read_stream}
+    yield from readers[source.kind](source, chunker, problems)
     if chunker.texts:
         yield chunker.take()
 
 
-def _sniff(file: Path) -> str:
-    with _open(file) as f:
-        head = f.read(4096).lstrip()
-    if head[:1] == b"[":
-        return "json"
-    return "ndjson"
+def _stream_cut(problems: list[ReadProblem]) -> ReadProblem | None:
+    return next((p for p in problems if p.code == "truncated"), None)
+
+
+def _fold_tail(problems: list[ReadProblem], line: int, data: bytes) -> None:
+    """Put the unfinished text before a cut into the cut's problem row."""
+    cut = _stream_cut(problems)
+    assert cut is not None
+    cut.line = line
+    cut.head = data[:HEAD].decode("utf-8", "replace")
+    cut.message += f"; line {line} is incomplete"
+
+
+def _number_problems(problems: list[ReadProblem], next_line: int) -> None:
+    for p in problems:
+        if p.line is None:
+            p.line = next_line
 
 
 def _read_ndjson(source: Source, ch: _Chunker, problems: list[ReadProblem]) -> Iterator[Chunk]:
-    line_no = 0
+    last = 0
+    for n, data, terminated in _lines(_blocks(source.file, problems)):
+        last = n
+        data = data.strip(b" \t")
+        if not data:
+            continue
+        if not terminated and _stream_cut(problems) is not None and not _parses(data):
+            _fold_tail(problems, n, data)
+            continue
+        ch.add(data, n, None, cut=not terminated)
+        if ch.full():
+            yield ch.take()
+    _number_problems(problems, last + 1)
+
+
+def _parses(data: bytes) -> bool:
     try:
-        with _open(source.file) as raw:
-            for raw_line in io.BufferedReader(raw, 1 << 20):
-                line_no += 1
-                cut = not raw_line.endswith(b"\n")
-                text = raw_line.decode("utf-8", errors="replace").strip()
-                if text:
-                    ch.add(text, line_no, None, cut)
-                if ch.full():
-                    yield ch.take()
-    except _READ_ERRORS as exc:
-        problems.append(
-            ReadProblem(line_no + 1, f"source cannot be read past line {line_no}: {exc}")
-        )
+        orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return False
+    return True
 
 
 def _read_json(source: Source, ch: _Chunker, problems: list[ReadProblem]) -> Iterator[Chunk]:
-    try:
-        with _open(source.file) as raw:
-            data = raw.read()
-    except _READ_ERRORS as exc:
-        problems.append(ReadProblem(1, f"source cannot be read: {exc}"))
+    data = b"".join(_blocks(source.file, problems)).removeprefix(BOM)
+    if not data.strip() and not problems:
+        problems.append(
+            ReadProblem(
+                "empty_file",
+                "the file is empty or holds only whitespace; expected a JSON document "
+                "or an array of documents",
+                line=1,
+            )
+        )
         return
-    text = data.decode("utf-8", errors="replace")
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError:
-        # Not one JSON value: maybe NDJSON saved as .json; else the text as a
-        # single document (quarantined by the decoder with a precise reason).
-        lines = [ln for ln in text.splitlines() if ln.strip()]
-        if len(lines) > 1 and all(ln.lstrip().startswith("{") for ln in lines[:2]):
-            yield from _read_ndjson(source, ch, problems)
-            return
-        ch.add(text.strip(), 1, None, cut=not text.rstrip().endswith(("}", "]")))
+        # Not one JSON value (several values, NDJSON saved as .json, a value
+        # cut short, invalid UTF-8): read it as a stream of values.
+        yield from _read_stream(source, ch, problems, iter([data]))
         return
     if isinstance(doc, list):
         for i, item in enumerate(doc):
-            ch.add(orjson.dumps(item).decode(), None, i)
+            ch.add(orjson.dumps(item), 1, i)
             if ch.full():
                 yield ch.take()
     else:
-        ch.add(text.strip(), 1, None)
+        ch.add(data.strip(), 1, None)
+    _number_problems(problems, 1)
+
+
+# --- a stream of JSON values --------------------------------------------------------
+
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+
+
+def _depth(data: bytes) -> int:
+    """Brackets opened minus closed on a line, strings left out."""
+    s = _STRING.sub(b"", data) if b'"' in data else data
+    return s.count(b"{") + s.count(b"[") - s.count(b"}") - s.count(b"]")
+
+
+def _starts_document(raw_line: bytes, data: bytes) -> bool:
+    """A line that is a whole value by itself, at column 0 (a new NDJSON document)."""
+    return raw_line[:1] in (b"{", b"[") and _depth(data) == 0
+
+
+def _read_stream(
+    source: Source,
+    ch: _Chunker,
+    problems: list[ReadProblem],
+    blocks: Iterator[bytes] | None = None,
+) -> Iterator[Chunk]:
+    """Read consecutive JSON values, one or many lines each (standard input).
+
+    A value is complete when its brackets balance. A value that never closes
+    ends at the next line that is a whole document at column 0, or at the end
+    of the source (then it is cut: ``truncated``). A top-level array gives
+    its elements.
+    """
+    buf: list[bytes] = []
+    depth = start = last = 0
+    for n, raw_line, _ in _lines(blocks if blocks is not None else _blocks(source.file, problems)):
+        last = n
+        data = raw_line.strip(b" \t")
+        if buf and data and _starts_document(raw_line, data):
+            yield from _emit(ch, start, b"\n".join(buf), cut=False)
+            buf = []
+        if not buf:
+            if not data:
+                continue
+            d = _depth(data)
+            if d <= 0:
+                yield from _emit(ch, n, data, cut=False)
+                continue
+            buf, depth, start = [data], d, n
+            continue
+        buf.append(raw_line)
+        depth += _depth(data)
+        if depth <= 0:
+            yield from _emit(ch, start, b"\n".join(buf), cut=False)
+            buf = []
+    if buf:
+        text = b"\n".join(buf)
+        if _stream_cut(problems) is not None:
+            yield from _emit_array_head(ch, start, text, problems)
+        else:
+            yield from _emit(ch, start, text, cut=True)
+    _number_problems(problems, last + 1)
+
+
+def _emit(ch: _Chunker, line: int, data: bytes, cut: bool) -> Iterator[Chunk]:
+    """Add one complete-looking value; an array gives its elements."""
+    items = None
+    if data[:1] == b"[":
+        try:
+            value = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            value = None
+        if isinstance(value, list):
+            items = value
+    if items is None:
+        ch.add(data, line, None, cut=cut)
+        if ch.full():
+            yield ch.take()
+        return
+    for i, item in enumerate(items):
+        ch.add(orjson.dumps(item), line, i)
+        if ch.full():
+            yield ch.take()
+
+
+def _emit_array_head(
+    ch: _Chunker, line: int, data: bytes, problems: list[ReadProblem]
+) -> Iterator[Chunk]:
+    """A value cut by the end of a compressed stream: keep an array's whole elements."""
+    elements: list[bytes] = []
+    if data[:1] == b"[":
+        elements, data = _whole_elements(data)
+    for i, item in enumerate(elements):
+        ch.add(item, line, i)
+        if ch.full():
+            yield ch.take()
+    _fold_tail(problems, line, data)
+
+
+def _whole_elements(data: bytes) -> tuple[list[bytes], bytes]:
+    """The complete elements at the start of a cut array, and the rest."""
+    import json
+
+    text = data.decode("utf-8", "surrogateescape")
+    dec = json.JSONDecoder()
+    ws = re.compile(r"[ \t\r\n]*")
+    pos = ws.match(text, 1).end()  # type: ignore[union-attr]
+    out: list[bytes] = []
+    while pos < len(text):
+        try:
+            _, end = dec.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            break
+        out.append(text[pos:end].encode("utf-8", "surrogateescape"))
+        pos = ws.match(text, end).end()  # type: ignore[union-attr]
+        if text[pos : pos + 1] != ",":
+            break
+        pos = ws.match(text, pos + 1).end()  # type: ignore[union-attr]
+    return out, text[pos:].encode("utf-8", "surrogateescape")

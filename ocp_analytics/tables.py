@@ -9,6 +9,7 @@ null, never guessed; documents that are not readable runs become rows of
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +18,7 @@ import polars as pl
 import pyarrow as pa
 
 from ocp_analytics import schemas as S
-from ocp_analytics.decode import Decoded
+from ocp_analytics.decode import Decoded, json_type, member_path
 from ocp_analytics.rules import rule_row
 
 TS_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})?$"
@@ -33,6 +34,15 @@ class ChunkMeta:
     texts: list[str]
     lines: list[int | None]
     indexes: list[int | None]
+    # Texts that are not valid UTF-8, by position, read with their bad bytes
+    # kept as surrogate escapes (``texts`` holds a display copy).
+    raw: dict[int, str] = field(default_factory=dict)
+
+    def data(self, pos: int) -> bytes:
+        """The bytes of the text at ``pos`` as read (what ``doc_sha256`` hashes)."""
+        if pos in self.raw:
+            return self.raw[pos].encode("utf-8", "surrogateescape")
+        return self.texts[pos].encode()
 
 
 @dataclass
@@ -137,17 +147,29 @@ def _integer_fields(
 ) -> tuple[pl.LazyFrame, list[pl.LazyFrame]]:
     found = []
     for c in cols:
-        frac = pl.col(c).is_not_null() & (pl.col(c).is_nan() | (pl.col(c) != pl.col(c).floor()))
+        v = pl.col(c)
+        frac = v.is_not_null() & (v.is_nan() | (v != v.floor()))
+        big = v.is_not_null() & ~frac & (v.abs() >= 2.0**63)
+        path = pl.format(path_fmt.format(c), pl.col(idx))
         found.append(
             _find(
                 frame,
                 frac,
                 "not_integer",
-                pl.format(path_fmt.format(c), pl.col(idx)),
-                pl.format("expected a whole number, found {}; read as null", pl.col(c)),
+                path,
+                pl.format("expected a whole number, found {}; read as null", v),
             )
         )
-        frame = frame.with_columns(pl.when(~frac).then(pl.col(c)).alias(c))
+        found.append(
+            _find(
+                frame,
+                big,
+                "out_of_range",
+                path,
+                pl.format("whole number {} does not fit 64 bits; read as null", v),
+            )
+        )
+        frame = frame.with_columns(pl.when(~frac & ~big).then(v).alias(c))
     return frame, found
 
 
@@ -268,6 +290,7 @@ def _attempts(docs: pl.LazyFrame) -> tuple[pl.LazyFrame, list[pl.LazyFrame]]:
         *_ts_findings(att, "started_at", path(".started_at")),
         *_ts_findings(att, "ended_at", path(".ended_at")),
         _enum_finding(att, "status", S.ATTEMPT_STATUSES, path(".status")),
+        _enum_finding(att, "outcome_result", S.OUTCOME_RESULTS, path(".outcome.result")),
     ]
     return _cast(att, "attempts"), found
 
@@ -287,25 +310,37 @@ def _artifacts(docs: pl.LazyFrame) -> tuple[pl.LazyFrame, list[pl.LazyFrame]]:
     return _cast(art, "artifacts"), _ts_findings(art, "first_write_at", path)
 
 
-def _labels_of(obj: Any) -> tuple[list[dict[str, str]] | None, str | None]:
-    """``run.labels`` → key/value entries, and a problem message if any."""
+_Problem = dict[str, str]  # {"path": JSON path, "message": ...}
+
+
+def _labels_of(obj: Any) -> tuple[list[dict[str, str | None]] | None, list[_Problem]]:
+    """``run.labels`` → key/value entries, and one problem per defect.
+
+    A value that is not a string (null, a number, …) is kept as a null
+    value of its key, never converted: ``{"n": 3}`` does not become ``"3"``.
+    """
     if obj is None:
-        return None, None
+        return None, []
     if not isinstance(obj, dict):
-        return None, "labels must be an object of strings"
-    pairs, dropped = [], []
+        found = json_type(obj)
+        msg = f"labels must be an object of strings, found {found}; read as no labels"
+        return None, [{"path": "$.run.labels", "message": msg}]
+    pairs: list[dict[str, str | None]] = []
+    problems: list[_Problem] = []
     for k, v in obj.items():
-        if isinstance(v, str):
-            pairs.append({"key": k, "value": v})
-        elif isinstance(v, bool | int | float):
-            pairs.append({"key": k, "value": orjson.dumps(v).decode()})
-        elif v is not None:
-            dropped.append(k)
-    problem = f"label value(s) {', '.join(dropped)} are not strings; dropped" if dropped else None
-    return pairs, problem
+        pairs.append({"key": k, "value": v if isinstance(v, str) else None})
+        if not isinstance(v, str):
+            problems.append(
+                {
+                    "path": member_path("$.run.labels", k),
+                    "message": f"expected a string, found {json_type(v)}; read as null",
+                }
+            )
+    return pairs, problems
 
 
 _LABELS_DTYPE = pl.List(pl.Struct({"key": pl.String, "value": pl.String}))
+_PROBLEMS_DTYPE = pl.List(pl.Struct({"path": pl.String, "message": pl.String}))
 _NO_RULE: dict[str, Any] = {"has_rule": False, "problems": None}
 
 
@@ -334,8 +369,18 @@ _RULE_DTYPES: dict[str, Any] = {
     "window_days": pl.Int64,
     "valid": pl.Boolean,
     "invalid_reason": pl.String,
-    "problems": pl.List(pl.Struct({"path": pl.String, "message": pl.String})),
+    "problems": _PROBLEMS_DTYPE,
 }
+
+
+def _load_member(text: str | None) -> Any:
+    """A member's JSON text (from DuckDB) as Python (orjson, else the standard reader)."""
+    if text is None:
+        return None
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
 
 
 def _side_members(docs: pl.DataFrame) -> pl.DataFrame:
@@ -358,16 +403,16 @@ def _side_members(docs: pl.DataFrame) -> pl.DataFrame:
     ).pl()
     con.close()
     label_texts = members.get_column("labels_json").unique().to_list()
-    label_rows = [_labels_of(None if t is None else orjson.loads(t)) for t in label_texts]
+    label_rows = [_labels_of(_load_member(t)) for t in label_texts]
     labels = pl.DataFrame(
         {
             "labels_json": pl.Series(label_texts, dtype=pl.String),
             "labels": pl.Series([r[0] for r in label_rows], dtype=_LABELS_DTYPE),
-            "labels_problem": pl.Series([r[1] for r in label_rows], dtype=pl.String),
+            "labels_problems": pl.Series([r[1] for r in label_rows], dtype=_PROBLEMS_DTYPE),
         }
     )
     rule_texts = members.get_column("rule_json").unique().to_list()
-    rule_rows = [_rule_of(None if t is None else orjson.loads(t)) for t in rule_texts]
+    rule_rows = [_rule_of(_load_member(t)) for t in rule_texts]
     rules = pl.DataFrame(
         {
             "rule_json": pl.Series(rule_texts, dtype=pl.String),
@@ -386,7 +431,7 @@ def _side_members(docs: pl.DataFrame) -> pl.DataFrame:
 
 def _rules(docs: pl.LazyFrame, side: pl.LazyFrame) -> tuple[pl.LazyFrame, list[pl.LazyFrame]]:
     rules = (
-        side.drop("labels", "labels_problem")
+        side.drop("labels", "labels_problems")
         .filter(pl.col("has_rule"))
         .join(docs.select("doc_id", "run_id"), on="doc_id", maintain_order="left")
     )
@@ -411,7 +456,7 @@ def _runs(
 ) -> tuple[pl.LazyFrame, list[pl.LazyFrame]]:
     run = pl.col("doc").struct.field("run")
     task = run.struct.field("task")
-    labels = side.select("doc_id", "labels", "labels_problem")
+    labels = side.select("doc_id", "labels", "labels_problems")
     runs = (
         docs.join(labels, on="doc_id", how="left", maintain_order="left")
         .with_columns(
@@ -446,12 +491,23 @@ def _runs(
     found = [
         *_ts_findings(runs, "started_at", pl.lit("$.run.started_at")),
         *_ts_findings(runs, "ended_at", pl.lit("$.run.ended_at")),
-        _find(
+        _enum_finding(
             runs,
-            pl.col("labels_problem").is_not_null(),
-            "wrong_type",
-            pl.lit("$.run.labels"),
-            pl.col("labels_problem"),
+            "configuration_source",
+            S.CONFIGURATION_SOURCES,
+            pl.lit("$.run.configuration.source"),
+        ),
+        _enum_finding(runs, "provenance_kind", S.PROVENANCE_KINDS, pl.lit("$.run.provenance.kind")),
+        runs.select("run_id", "doc_id", "labels_problems")
+        .explode("labels_problems")
+        .filter(pl.col("labels_problems").is_not_null())
+        .unnest("labels_problems")
+        .select(
+            "run_id",
+            "doc_id",
+            pl.lit("wrong_type").alias("code"),
+            pl.col("path").alias("json_path"),
+            "message",
         ),
     ]
     return runs, found
@@ -517,7 +573,7 @@ def build_tables(dec: Decoded, meta: ChunkMeta, doc_id_base: int, batch_id: str)
         pl.Series("source_index", [meta.indexes[p] for p in pos], dtype=pl.Int64),
         pl.Series(
             "doc_sha256",
-            [hashlib.sha256(meta.texts[p].encode()).hexdigest() for p in pos],
+            [hashlib.sha256(meta.data(p)).hexdigest() for p in pos],
             dtype=pl.String,
         ),
     )
