@@ -1,0 +1,297 @@
+"""The nightly report (issue #10): the page's numbers are those of ``oa.rates``; empty inputs.
+
+The numbers are read back from the data files written beside the page
+(``--data-out``), and the headline's formatted rates are looked up in the
+HTML itself. The browser test is ``tests/test_report_browser.py``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import orjson
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+import ocp_analytics as oa
+from benchmarks.generate import write_ndjson, write_rules
+from ocp_analytics.exceptions import MissingExtraError
+from ocp_analytics.rates import format_rate
+
+pytest.importorskip("altair")
+pytest.importorskip("vl_convert")
+
+AS_OF = "2026-12-01T00:00:00Z"
+report_module = importlib.import_module("ocp_analytics.report")
+
+
+def _data(folder: Path, name: str) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads((folder / f"{name}.json").read_text())
+    return doc
+
+
+def _close(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-12)
+    return bool(a == b)
+
+
+def _same_rows(got: list[dict[str, Any]], frame: pl.DataFrame, cols: list[str]) -> None:
+    want = [{c: r[c] for c in cols} for r in frame.iter_rows(named=True)]
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        for c in cols:
+            value = w[c].isoformat() if hasattr(w[c], "isoformat") else w[c]
+            got_value = g[c]
+            if isinstance(got_value, str) and isinstance(value, str) and "T" in value:
+                got_value = got_value.replace("Z", "+00:00")
+            assert _close(got_value, value), f"{c}: page data {g[c]!r}, oa.rates {w[c]!r}"
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """2,000 generated runs of eight teams, four alternative rules, and their report."""
+    root = tmp_path_factory.mktemp("report")
+    write_ndjson(root / "docs", 2000, seed=5)
+    oa.ingest(root / "docs", root / "ds")
+    rules = write_rules(root / "rules.toml", 4, seed=5)
+    files = oa.report(
+        root / "ds",
+        rules,
+        by="label.team",
+        since="60d",
+        as_of=AS_OF,
+        out=root / "out" / "report.html",
+        data_out=root / "data",
+    )
+    assert files.html == root / "out" / "report.html"
+    return root / "ds", rules, root / "data"
+
+
+RATE_COLS = ["rule", "runs", "accepted", "rejected", "unknown", "accept_rate", "ci_low", "ci_high"]
+
+
+def test_headline_equals_rates(fleet: tuple[Path, Path, Path]) -> None:
+    ds, rules, data = fleet
+    head = _data(data, "headline")
+    assert head["since"].startswith("2026-10-02T00:00:00")
+    want = oa.rates(ds, [rules], as_of=AS_OF, since="60d").collect().sort("rule")
+    got = sorted(head["rows"], key=lambda r: r["rule"])
+    _same_rows(got, want, [*RATE_COLS, "decided_share", "provisional", "tier_verified"])
+    prev = oa.rates(
+        ds, [rules], as_of=AS_OF, since="2026-08-03T00:00:00Z", until="2026-10-02T00:00:00Z"
+    )
+    prev_df = prev.collect().sort("rule")
+    assert [r["prev_runs"] for r in got] == prev_df["runs"].to_list()
+    assert [r["prev_accept_rate"] for r in got] == prev_df["accept_rate"].to_list()
+
+
+def test_headline_rates_are_shown_in_the_page(fleet: tuple[Path, Path, Path]) -> None:
+    _, _, data = fleet
+    html = (data.parent / "out" / "report.html").read_text()
+    for r in _data(data, "headline")["rows"]:
+        shown = format_rate(r["accept_rate"], r["ci_low"], r["ci_high"])
+        assert f"<td>{shown}</td>" in html, shown
+        assert f"<td>{r['runs']:,}</td>" in html
+
+
+def test_trend_and_matrix_equal_rates(fleet: tuple[Path, Path, Path]) -> None:
+    ds, rules, data = fleet
+    index = _data(data, "index")
+    assert index["period"] == "day"
+    trend = oa.rates(ds, [rules], by="label.team", as_of=AS_OF, since="60d", period="day")
+    want = trend.collect().sort("period", "label.team", "rule", nulls_last=True)
+    got = sorted(
+        _data(data, "rates_by_period")["rows"],
+        key=lambda r: (r["period"], r["label.team"] is None, r["label.team"] or "", r["rule"]),
+    )
+    _same_rows(got, want, ["period", "label.team", *RATE_COLS])
+    by_team = oa.rates(ds, [rules], by="label.team", as_of=AS_OF, since="60d").collect()
+    cells = {(r["group"], r["rule"]): r for r in _data(data, "rates_by_group")["rows"]}
+    assert len(cells) == by_team.height
+    for r in by_team.iter_rows(named=True):
+        cell = cells[(r["label.team"] or "(none)", r["rule"])]
+        for c in ("accept_rate", "ci_low", "ci_high"):
+            assert _close(cell[c], r[c]), (r, c)
+
+
+def test_attempts_and_flips_equal_the_api(fleet: tuple[Path, Path, Path]) -> None:
+    ds, rules, data = fleet
+    dist = oa.attempts_distribution(ds, [rules], as_of=AS_OF, since="60d").collect()
+    cols = ["rule", "attempts_to_acceptance", "accepted", "share", "cumulative_share"]
+    got = sorted(
+        _data(data, "attempts_distribution")["rows"],
+        key=lambda r: (r["rule"], r["attempts_to_acceptance"]),
+    )
+    _same_rows(got, dist.sort("rule", "attempts_to_acceptance"), cols)
+    _, flips = oa.compare(ds, [rules], by="label.team", as_of=AS_OF, since="60d")
+    want = {(r["rule_a"], r["rule_b"]): r["flips"] for r in flips.collect().iter_rows(named=True)}
+    assert {(r["rule_a"], r["rule_b"]): r["flips"] for r in _data(data, "flips")["rows"]} == want
+
+
+def test_index_names_every_figure(fleet: tuple[Path, Path, Path]) -> None:
+    _, _, data = fleet
+    index = _data(data, "index")
+    assert set(index["figures"]) == set(report_module.FIGURES)
+    for entry in index["figures"].values():
+        assert (data / entry["file"]).is_file()
+
+
+def test_page_is_self_contained(fleet: tuple[Path, Path, Path]) -> None:
+    _, _, data = fleet
+    html = (data.parent / "out" / "report.html").read_text()
+    assert "<script" not in html
+    assert not re.search(r"(src|href)=\"(https?:)?//", html), "no remote resource"
+    assert html.count("<svg") == 8
+
+
+# --- empty inputs ---------------------------------------------------------------------
+
+
+def _doc(rid: str, team: str, verdict: str | None, ended: str) -> dict[str, Any]:
+    signals = []
+    if verdict is not None:
+        signals.append(
+            {
+                "id": "s0",
+                "kind": "verdict",
+                "name": "tests",
+                "value": verdict,
+                "tier": "verified",
+                "observed_at": ended,
+            }
+        )
+    return {
+        "ocp": "0.3",
+        "producer": {"name": "t"},
+        "privacy": {"profile": "metadata_only"},
+        "run": {
+            "id": rid,
+            "started_at": ended,
+            "ended_at": ended,
+            "labels": {"team": team},
+            "acceptance_rule": {"name": "t", "requires": ["tests"]},
+            "signals": signals,
+        },
+        "nodes": [],
+        "attempts": [],
+    }
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Team a decides its runs, team b never does (no verdict)."""
+    root = tmp_path_factory.mktemp("small")
+    docs = [
+        _doc("a1", "a", "pass", "2026-11-20T10:00:00Z"),
+        _doc("a2", "a", "fail", "2026-11-21T10:00:00Z"),
+        _doc("b1", "b", None, "2026-11-21T11:00:00Z"),
+    ]
+    (root / "docs.ndjson").write_bytes(b"\n".join(orjson.dumps(d) for d in docs) + b"\n")
+    oa.ingest(root / "docs.ndjson", root / "ds")
+    return root / "ds"
+
+
+def test_no_runs_in_the_window(small: Path, tmp_path: Path) -> None:
+    files = oa.report(
+        small,
+        "tests+review",
+        by="label.team",
+        since="2026-01-01",
+        until="2026-02-01",
+        as_of=AS_OF,
+        out=tmp_path / "r.html",
+    )
+    html = files.html.read_text()
+    assert "No runs in the window" in html
+    assert "<svg" not in html
+    head = _data(files.data_dir, "headline")["rows"]
+    assert [(r["rule"], r["runs"], r["accept_rate"]) for r in head] == [
+        ("recorded", 0, None),
+        ("tests+review", 0, None),
+    ]
+    assert _data(files.data_dir, "rates_by_period")["rows"] == []
+
+
+def test_group_with_no_decided_run_and_a_rule_no_run_can_decide(
+    small: Path, tmp_path: Path
+) -> None:
+    files = oa.report(
+        small,
+        "nobody_reports_this",
+        by="label.team",
+        since="30d",
+        as_of=AS_OF,
+        out=tmp_path / "r.html",
+    )
+    cells = {
+        (r["group"], r["rule"]): r["accept_rate"]
+        for r in _data(files.data_dir, "rates_by_group")["rows"]
+    }
+    assert cells == {
+        ("a", "recorded"): 0.5,
+        ("a", "nobody_reports_this"): None,
+        ("b", "recorded"): None,
+        ("b", "nobody_reports_this"): None,
+    }
+    head = {r["rule"]: r for r in _data(files.data_dir, "headline")["rows"]}
+    assert head["nobody_reports_this"]["accept_rate"] is None
+    assert head["nobody_reports_this"]["decided_share"] == 0.0
+    html = files.html.read_text()
+    assert '<figure class="chart" data-figure="rates_by_group">' in html
+    assert "<td>–</td>" in html
+
+
+def test_no_window_means_all_runs_and_no_previous_window(small: Path, tmp_path: Path) -> None:
+    files = oa.report(small, as_of=AS_OF, out=tmp_path / "r.html", data_format="parquet")
+    head = pl.read_parquet(files.data["headline"])
+    assert head.select("rule", "runs", "accepted", "prev_runs").rows() == [("recorded", 3, 1, 0)]
+    assert head["change"].to_list() == [None]
+    assert "none: the window has no start" in files.html.read_text()
+
+
+def test_missing_extra_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "altair" else real(name, *a)
+    )
+    with pytest.raises(MissingExtraError) as err:
+        oa.report("nowhere", out="never.html")
+    message = str(err.value)
+    assert "\n" not in message
+    assert "pip install 'ocp-analytics[report]'" in message
+    assert isinstance(err.value, ImportError)
+
+
+def test_cli_report(small: Path, tmp_path: Path) -> None:
+    from ocp_analytics.cli import app
+
+    out = tmp_path / "page.html"
+    result = CliRunner().invoke(
+        app,
+        [
+            "report",
+            str(small),
+            "--rule",
+            "tests",
+            "--by",
+            "label.team",
+            "--since",
+            "30d",
+            "--as-of",
+            AS_OF,
+            "--out",
+            str(out),
+            "--data-out",
+            str(tmp_path / "d"),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert out.is_file() and (tmp_path / "d" / "headline.json").is_file()
+    assert str(out) in result.output
