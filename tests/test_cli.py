@@ -6,9 +6,11 @@ examples (31 runs) and compares with literal text or values.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from pathlib import Path
+from types import ModuleType
 
 import polars as pl
 import pytest
@@ -278,3 +280,37 @@ def test_label_no_run_has_is_a_warning(ds: str) -> None:
     assert "warning: no run has the label 'nope'; every run is in the group null." in (
         result.stderr
     )
+
+
+# ----------------------------------------------------------------------- docs
+
+
+def _link_checker() -> ModuleType:
+    path = Path(__file__).resolve().parent.parent / "docs" / "check_links.py"
+    spec = importlib.util.spec_from_file_location("check_links", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_link_of_readme_and_docs_resolves_in_the_repository() -> None:
+    checker = _link_checker()
+    pages = sorted({p for pattern in checker.PAGES for p in checker.ROOT.glob(pattern)})
+    assert len(pages) >= 8
+    assert {p: checker.broken(p) for p in pages if checker.broken(p)} == {}
+
+
+def test_link_checker_finds_what_is_broken(tmp_path: Path) -> None:
+    checker = _link_checker()
+    (tmp_path / "a.md").write_text("# Title\n")
+    page = tmp_path / "page.md"
+    page.write_text(
+        "[ok](a.md#title) [gone](b.md) [out](../x.md) [anchor](a.md#nope) "
+        "[web](https://example.org) `[code](c.md)`\n```\n[fenced](d.md)\n```\n"
+    )
+    assert checker.broken(page, root=tmp_path) == [
+        "b.md: no such file",
+        "../x.md: outside the repository",
+        "a.md#nope: no heading #nope in a.md",
+    ]
