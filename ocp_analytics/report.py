@@ -173,8 +173,8 @@ def _matrix_long(matrix: pl.DataFrame, by: Sequence[str], names: Sequence[str]) 
         )
         for n in present
     ]
-    schema = {"group": pl.String, "rule": pl.String}
-    schema |= dict.fromkeys(("accept_rate", "ci_low", "ci_high"), pl.Float64)
+    schema: dict[str, pl.DataType] = {"group": pl.String(), "rule": pl.String()}
+    schema |= dict.fromkeys(("accept_rate", "ci_low", "ci_high"), pl.Float64())
     if not parts:
         return pl.DataFrame(schema=schema)
     long = pl.concat(parts)
@@ -347,11 +347,16 @@ def _trend_chart(trend: pl.DataFrame, by: Sequence[str], names: Sequence[str]) -
     )
     base = alt.Chart().encode(x=x, color=_rule_color(names))
     band = base.mark_area(opacity=0.12).encode(
-        y=alt.Y("ci_low:Q", title="accept rate"), y2="ci_high:Q"
+        y=alt.Y("ci_low:Q", title="accept rate"),
+        y2="ci_high:Q",
+        color=_rule_color(names).legend(None),
     )
-    line = base.mark_line(strokeWidth=1.6, point=alt.OverlayMarkDef(size=14)).encode(y=_rate_axis())
+    line = base.mark_line(strokeWidth=1.6, point=alt.OverlayMarkDef(size=14)).encode(
+        y=_rate_axis(), color=_rule_color(names).legend(alt.Legend(title="rule"))
+    )
     width = (WIDTH + 40) // columns - 40
-    layer = alt.layer(band, line, data=data).properties(width=width, height=130)
+    # the line layer first: its legend (full colour) is the one drawn, not the bands'
+    layer = alt.layer(line, band, data=data).properties(width=width, height=130)
     title = " / ".join(by) or None
     return layer.facet(
         facet=alt.Facet("group:N", title=title, header=alt.Header(labelFontWeight="bold")),
@@ -614,19 +619,19 @@ def _headline_table(head: pl.DataFrame) -> dict[str, Any]:
 
 
 def _table(frame: pl.DataFrame, columns: Sequence[str]) -> dict[str, Any]:
-    def cell(v: Any) -> str:
+    def cell(v: Any, c: str) -> str:
         if v is None:
             return "–"
         if isinstance(v, list):
             return ", ".join(map(str, v))
         if isinstance(v, float):
             return f"{v:.3f}"
-        if isinstance(v, int):
-            return f"{v:,}"
+        if isinstance(v, int) and not isinstance(v, bool):
+            return str(v) if c == "source_line" else f"{v:,}"
         return str(v)
 
     rows = [
-        {"cells": [cell(r[c]) for c in columns], "flag": ""} for r in frame.iter_rows(named=True)
+        {"cells": [cell(r[c], c) for c in columns], "flag": ""} for r in frame.iter_rows(named=True)
     ]
     return {"columns": list(columns), "rows": rows}
 
@@ -770,30 +775,48 @@ def write_data(
     return written
 
 
+def _default_period(since: datetime | None, end: datetime) -> str:
+    """``day`` for windows up to 62 days, ``week`` up to a year or without a start, else ``month``.
+
+    Examples
+    --------
+    >>> from datetime import UTC, datetime
+    >>> end = datetime(2026, 12, 1, tzinfo=UTC)
+    >>> starts = [datetime(y, m, 1, tzinfo=UTC) for y, m in [(2026, 11), (2026, 6), (2024, 1)]]
+    >>> [_default_period(s, end) for s in starts]
+    ['day', 'week', 'month']
+    >>> _default_period(None, end)
+    'week'
+    """
+    if since is None:
+        return "week"
+    span = end - since
+    if span <= timedelta(days=62):
+        return "day"
+    return "week" if span <= timedelta(days=366) else "month"
+
+
 def _context(
     dataset: object,
     rules: object,
     by: Sequence[str] | str,
-    since: object,
-    until: object,
+    since: datetime | str | None,
+    until: datetime | str | None,
     as_of: datetime | str | None,
     period: str | None,
     sample: int,
 ) -> _Context:
     import ocp_analytics as oa
-    from ocp_analytics.acceptance import resolve_as_of
     from ocp_analytics.rules import RECORDED, resolve_rules
+    from ocp_analytics.timeaxis import resolve_as_of
 
     when = resolve_as_of(as_of)
-    lo, hi = oa.resolve_window(since, until, when)  # type: ignore[attr-defined]
+    lo, hi = oa.resolve_window(since, until, when)
     alt = resolve_rules(rules)  # type: ignore[arg-type]
     names = [RECORDED, *(r.name for r in alt)]
     cols = [by] if isinstance(by, str) else list(by)
     if period is None:
-        span = ((hi or when) - lo) if lo is not None else None
-        period = "week" if span is None else "day" if span <= timedelta(days=62) else "week"
-        if span is not None and span > timedelta(days=366):
-            period = "month"
+        period = _default_period(lo, hi or when)
     if period not in PERIODS:
         raise OcpAnalyticsError(
             hint(f"unknown period {period!r}.", f"use one of {', '.join(PERIODS)}.")
