@@ -69,6 +69,22 @@ def rates(data: Path, work: Path, rules: Path | None) -> int:
     return oa.rates(work / "ds", _alt(rules), by=["label.team"], as_of=AS_OF).collect().height
 
 
+def report(data: Path, work: Path, rules: Path | None) -> int:
+    """The nightly report by team over the last 30 days: page, charts and data files."""
+    import ocp_analytics as oa
+
+    files = oa.report(
+        work / "ds",
+        _alt(rules),
+        by="label.team",
+        since="30d",
+        as_of=AS_OF,
+        out=work / "report.html",
+    )
+    index = orjson.loads((files.data_dir / "index.json").read_bytes())
+    return sum(int(f["rows"]) for f in index["figures"].values())
+
+
 def sql_accept(data: Path, work: Path, rules: Path | None) -> int:
     from ocp_analytics.sql import connect
 
@@ -118,6 +134,7 @@ FIGURES = {
     "ingest": ingest,
     "accept": accept,
     "rates": rates,
+    "report": report,
     "sql_accept": sql_accept,
     "sql_rates": sql_rates,
     "reference": reference,

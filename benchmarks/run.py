@@ -129,6 +129,7 @@ def run(
         ("accept_20", "accept", (20, r20), repeat, False),
         ("accept_100", "accept", (100, r100), repeat, False),
         ("rates_team_20", "rates", (20, r20), repeat, False),
+        ("report_team_20", "report", (20, r20), repeat, False),
         ("sql_accept_recorded", "sql_accept", none, repeat, False),
         ("sql_accept_20", "sql_accept", (20, r20), repeat, False),
         ("sql_rates_20", "sql_rates", (20, r20), repeat, False),
