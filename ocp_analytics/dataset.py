@@ -246,6 +246,7 @@ _MANIFEST_SCHEMA = {
     "runs_new": pl.Int64,
     "runs_replaced": pl.Int64,
     "runs_unchanged": pl.Int64,
+    "runs_outranked": pl.Int64,
     "quarantined": pl.Int64,
     "findings": pl.Int64,
 }

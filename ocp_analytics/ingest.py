@@ -2,8 +2,29 @@
 
 Bad input never aborts a batch and never vanishes: it lands in
 ``quarantine`` (not a readable run) or ``findings`` (a defect inside a run),
-and the summary reconciles: documents read = runs written (new, replaced,
-unchanged) + quarantined.
+and the summary reconciles: documents read = runs (new, replaced, unchanged,
+outranked) + quarantined.
+
+Which version of a run is current
+---------------------------------
+A run id read again in a *later* ingest batch replaces the earlier version
+(re-ingest is an update). Within *one* batch, when several documents carry
+the same run id, the current version is decided by their content, never by
+file names or read order:
+
+1. the latest ``run.ended_at`` wins (a missing or unreadable one loses to
+   any time);
+2. on a tie, the latest ``observed_at`` among the run's signals wins (a
+   re-emitted document with a late event appended is the newer one);
+3. on a tie, the larger ``doc_sha256`` wins (compared on its first 15 hex
+   digits; identical content is simply ``unchanged``).
+
+A version that loses is *outranked*: it is not written when it is read after
+the winner, or stays as a superseded version when it was read before it.
+Either way a ``duplicate_run`` finding on the current version names it.
+
+Re-ingest is keyed on a source's content and resolved path: a file already
+ingested with the same bytes is skipped however its path is spelled.
 """
 
 from __future__ import annotations
@@ -68,6 +89,7 @@ class SourceSummary:
     runs_new: int = 0
     runs_replaced: int = 0
     runs_unchanged: int = 0
+    runs_outranked: int = 0  # lost to another version of the same batch; not written
     quarantined: int = 0
     findings: int = 0
     skipped: bool = False  # already ingested with the same content
@@ -83,6 +105,7 @@ class SourceSummary:
             "runs_new",
             "runs_replaced",
             "runs_unchanged",
+            "runs_outranked",
             "quarantined",
             "findings",
         )
@@ -93,7 +116,8 @@ class SourceSummary:
 class IngestSummary:
     """The reconciled outcome of one ingest.
 
-    ``documents_read == runs_new + runs_replaced + runs_unchanged + quarantined``
+    ``documents_read == runs_new + runs_replaced + runs_unchanged + runs_outranked +
+    quarantined``
     always holds (:attr:`reconciles`).
     """
 
@@ -112,12 +136,13 @@ class IngestSummary:
     runs_new = property(lambda self: self._sum("runs_new"))
     runs_replaced = property(lambda self: self._sum("runs_replaced"))
     runs_unchanged = property(lambda self: self._sum("runs_unchanged"))
+    runs_outranked = property(lambda self: self._sum("runs_outranked"))
     quarantined = property(lambda self: self._sum("quarantined"))
 
     @property
     def runs_written(self) -> int:
-        """New + replaced + unchanged runs."""
-        return self.runs_new + self.runs_replaced + self.runs_unchanged
+        """Readable run documents: new + replaced + unchanged + outranked."""
+        return self.runs_new + self.runs_replaced + self.runs_unchanged + self.runs_outranked
 
     @property
     def reconciles(self) -> bool:
@@ -138,7 +163,9 @@ class IngestSummary:
             f"sources: {len(self.sources)} ({skipped} already ingested, skipped)",
             f"documents read: {self.documents_read:,} = runs written {self.runs_written:,} "
             f"(new {self.runs_new:,}, replaced {self.runs_replaced:,}, unchanged "
-            f"{self.runs_unchanged:,}) + quarantined {self.quarantined:,}"
+            f"{self.runs_unchanged:,}"
+            + (f", outranked {self.runs_outranked:,}" if self.runs_outranked else "")
+            + f") + quarantined {self.quarantined:,}"
             + ("" if self.reconciles else "  ** DOES NOT RECONCILE **"),
             f"time: {self.seconds:.2f} s ({rate:,.0f} documents/s)",
         ]
@@ -168,6 +195,7 @@ class _Batch:
         self.superseding = 0
         self.pending: dict[str, list[pl.DataFrame]] = {t: [] for t in S.TABLES}
         self.pending_rows = 0
+        self.versions = _Versions()
 
     def doc_id_base(self, n: int) -> int:
         base = (self.seq << 32) + self.next_doc
@@ -288,25 +316,149 @@ def _load_known(root: Path, records: list[dict[str, Any]]) -> _Known:
     )
 
 
-def _classify(runs: pl.DataFrame, known: _Known) -> pl.DataFrame:
-    """Label each run of a chunk new / replaced / unchanged against what came before."""
-    r = runs.select(
-        "run_id",
-        "doc_id",
-        pl.col("run_id").hash().alias("k"),
-        pl.col("doc_sha256").hash().alias("h"),
+_NO_TIME = -(2**63)
+_RANK = ("e", "o", "s")
+_RULE = "later run.ended_at, then later latest signal observed_at, then larger doc_sha256"
+
+
+def _ranked(tables: ChunkTables, known: _Known) -> pl.DataFrame:
+    """Each run of a chunk: hashes, the current version's hash ``kh``, its rank."""
+    last_obs = tables["signals"].group_by("doc_id").agg(pl.col("observed_at").max().alias("o"))
+    r = (
+        tables["runs"]
+        .select("run_id", "doc_id", "doc_sha256", "ended_at", *_WHERE)
+        .join(last_obs, on="doc_id", how="left")
+        .select(
+            "run_id",
+            "doc_id",
+            "doc_sha256",
+            *_WHERE,
+            pl.col("run_id").hash().alias("k"),
+            pl.col("doc_sha256").hash().alias("h"),
+            pl.col("ended_at").dt.epoch("us").fill_null(_NO_TIME).alias("e"),
+            pl.col("o").dt.epoch("us").fill_null(_NO_TIME).alias("o"),
+            pl.col("doc_sha256").str.slice(0, 15).str.to_integer(base=16).alias("s"),
+        )
+        .sort("doc_id")
     )
-    r = r.with_columns(known.lookup(r.get_column("k"))).sort("doc_id")
-    prev = pl.col("h").shift(1).over("run_id")
-    ref = pl.when(prev.is_not_null()).then(prev).otherwise(pl.col("kh"))
+    return r.with_columns(known.lookup(r.get_column("k")))
+
+
+_WHERE = ("source_path", "source_line", "source_index")
+_VERSION_COLS = {"k": pl.UInt64, "cur": pl.Int64, "h": pl.UInt64, **dict.fromkeys(_RANK, pl.Int64)}
+
+
+class _Versions:
+    """The current version of every run id written in one batch, with its rank.
+
+    ``cur`` is its ``doc_id`` (-1: the dataset's version, read again unchanged).
+    Consulted only for runs that are already known or repeat within a chunk,
+    so a batch of new runs costs one append a chunk.
+    """
+
+    def __init__(self) -> None:
+        self.frames: list[pl.DataFrame] = []
+
+    def current(self, keys: pl.DataFrame) -> dict[int, tuple[tuple[int, ...], int, int]]:
+        """(rank, doc_id, hash) of the current version of each key seen in this batch."""
+        if not self.frames:
+            return {}
+        seen = (
+            pl.concat(self.frames)
+            .join(keys, on="k", how="semi")
+            .sort([*_RANK, "cur"])
+            .group_by("k", maintain_order=True)
+            .last()
+        )
+        return {r[0]: ((r[3], r[4], r[5]), r[1], r[2]) for r in seen.iter_rows()}
+
+    def add(self, frame: pl.DataFrame) -> None:
+        self.frames.append(frame.select(list(_VERSION_COLS)).cast(_VERSION_COLS))  # type: ignore[arg-type]
+
+
+def _classify(r: pl.DataFrame, versions: _Versions) -> tuple[pl.DataFrame, list[dict[str, Any]]]:
+    """Label each run new / replaced / unchanged / outranked (see the module docstring).
+
+    Returns the runs with ``status`` and ``cur`` (the current version's
+    ``doc_id`` after this one), and the ``duplicate_run`` findings.
+    """
+    kh, h = pl.col("kh"), pl.col("h")
     status = (
-        pl.when(ref.is_null())
+        pl.when(kh.is_null())
         .then(pl.lit("new"))
-        .when(ref == pl.col("h"))
+        .when(kh == h)
         .then(pl.lit("unchanged"))
         .otherwise(pl.lit("replaced"))
     )
-    return r.with_columns(status.alias("status"))
+    cur = pl.when(status == "unchanged").then(pl.lit(-1)).otherwise(pl.col("doc_id"))
+    r = r.with_columns(status.alias("status")).with_columns(cur.alias("cur"))
+    dup = r.get_column("k").is_duplicated()
+    keys = r.filter(kh.is_not_null() | dup).select("k").unique()
+    state = versions.current(keys) if keys.height else {}
+    compete = set(state) | set(r.filter(dup).get_column("k").to_list())
+    if not compete:
+        return r, []
+    return _compete(r, state, compete)
+
+
+def _compete(
+    r: pl.DataFrame, state: dict[int, tuple[tuple[int, ...], int, int]], compete: set[int]
+) -> tuple[pl.DataFrame, list[dict[str, Any]]]:
+    """The per-document slow path for run ids read more than once in a batch."""
+    statuses = r.get_column("status").to_list()
+    curs = r.get_column("cur").to_list()
+    findings: list[dict[str, Any]] = []
+    for i, row in enumerate(r.iter_rows(named=True)):
+        k = row["k"]
+        if k not in compete:
+            continue
+        rank = tuple(row[c] for c in _RANK)
+        have = state.get(k)
+        if have is None:
+            state[k] = (rank, curs[i], row["h"])
+            continue
+        best, best_doc, best_h = have
+        if row["h"] == best_h:
+            statuses[i], curs[i] = "unchanged", best_doc
+        elif rank > best:
+            statuses[i] = "replaced"
+            state[k] = (rank, row["doc_id"], row["h"])
+            other = f"doc_id {best_doc}" if best_doc >= 0 else "the dataset's version"
+            findings.append(
+                _duplicate(
+                    row,
+                    row["doc_id"],
+                    f"another document of this run in the same ingest ({other}) is outranked "
+                    f"by this one ({_RULE}); it stays only as a superseded version",
+                )
+            )
+        else:
+            statuses[i], curs[i] = "outranked", best_doc
+            if best_doc >= 0:
+                findings.append(
+                    _duplicate(
+                        row,
+                        best_doc,
+                        "the document of this run at this finding's source_path and line "
+                        f"(doc_sha256 {row['doc_sha256'][:16]}…) is outranked by the current "
+                        f"version ({_RULE}); it is not written",
+                    )
+                )
+    out = r.with_columns(
+        pl.Series("status", statuses, dtype=pl.String), pl.Series("cur", curs, dtype=pl.Int64)
+    )
+    return out, findings
+
+
+def _duplicate(row: dict[str, Any], doc_id: int, message: str) -> dict[str, Any]:
+    return {
+        "run_id": row["run_id"],
+        "doc_id": doc_id,
+        "code": "duplicate_run",
+        "json_path": "$.run.id",
+        "message": message,
+        **{c: row[c] for c in _WHERE},
+    }
 
 
 def _quarantine_problems(
@@ -440,23 +592,29 @@ class _Ingest:
         n_texts: int,
     ) -> None:
         tables = built()
-        status = _classify(tables["runs"], self.known)
-        unchanged = status.filter(pl.col("status") == "unchanged").select("doc_id")
+        status, dups = _classify(_ranked(tables, self.known), batch.versions)
+        skip = status.filter(pl.col("status").is_in(["unchanged", "outranked"])).select("doc_id")
         frames = dict(tables.frames)
-        if unchanged.height:
+        if skip.height:
             for t in S.RUN_TABLES:
-                frames[t] = frames[t].join(unchanged, on="doc_id", how="anti")
+                frames[t] = frames[t].join(skip, on="doc_id", how="anti")
+        if dups:
+            extra = pl.DataFrame(dups, schema=S.polars_schema("findings"))
+            frames["findings"] = pl.concat([frames["findings"], extra])
         counts = Counter(status.get_column("status").to_list())
         summary.runs_new += counts["new"]
         summary.runs_replaced += counts["replaced"]
         summary.runs_unchanged += counts["unchanged"]
+        summary.runs_outranked += counts["outranked"]
         summary.quarantined += frames["quarantine"].height
         summary.findings += frames["findings"].height
         batch.superseding += counts["replaced"]
         self.summary.findings_by_code.update(frames["findings"].get_column("code").to_list())
         self.summary.quarantine_by_code.update(frames["quarantine"].get_column("code").to_list())
         batch.write(frames, PART_RUNS)
-        self.known.add(status.select("k", "h"))
+        current = status.filter(pl.col("status") != "outranked")
+        batch.versions.add(current)
+        self.known.add(current.select("k", "h"))
         self.progress.advance(n_texts, 0)
 
     def commit(self) -> None:
