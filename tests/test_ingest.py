@@ -73,6 +73,10 @@ def test_bad_input_lands_where_expected(tmp_path: Path, name: str) -> None:
     summary = oa.ingest([BAD / name], tmp_path / "ds")
     ds = oa.scan_dataset(tmp_path / "ds")
     assert summary.reconciles
+    if exp["table"] is None:  # an odd but clean shape: nothing to report
+        assert (ds.runs.collect().height, summary.quarantined) == (exp["runs"], 0)
+        assert ds.findings.collect().height == 0
+        return
     table = getattr(ds, exp["table"]).collect()
     rows = table.filter(pl.col("code") == exp["code"])
     assert rows.height == 1, table
@@ -83,6 +87,8 @@ def test_bad_input_lands_where_expected(tmp_path: Path, name: str) -> None:
     if "path" in exp:
         assert row["json_path"] == exp["path"]
     assert row["message"]
+    if "message" in exp:
+        assert row["message"] == exp["message"]
     if exp["runs"] is not None:
         assert ds.runs.collect().height == exp["runs"]
     if exp["table"] == "quarantine":
@@ -154,17 +160,71 @@ def test_newer_version_replaces_older_for_every_table(tmp_path: Path) -> None:
     assert acc.get_column("outcome").to_list() == ["rejected"]
 
 
-def test_same_run_twice_in_one_file_keeps_the_later(tmp_path: Path) -> None:
+def _solo(run_id: str, ended: str, title: str, late: str | None = None) -> str:
     doc = json.loads((EXAMPLES / "v0.3" / "solo.ocp.json").read_text())
-    first = json.dumps(doc)
-    doc["title"] = "second"
-    doc["run"]["title"] = "second"
+    doc["run"]["id"], doc["run"]["ended_at"], doc["run"]["title"] = run_id, ended, title
+    if late is not None:
+        doc["run"]["signals"].append(
+            {"id": "late", "kind": "event", "name": "issue", "value": "i/1", "observed_at": late}
+        )
+    return json.dumps(doc)
+
+
+def test_issue9_duplicate_run_id_in_one_batch_latest_ended_at_wins(tmp_path: Path) -> None:
+    """The later-read version is older: it is outranked, not written, and named in a finding."""
     src = tmp_path / "twice.ndjson"
-    src.write_text(first + "\n" + json.dumps(doc) + "\n")
+    newer = _solo("r", "2026-09-23T12:00:00Z", "newer")
+    older = _solo("r", "2026-09-23T11:00:00Z", "older")
+    src.write_text(newer + "\n" + older + "\n")
     s = oa.ingest(src, tmp_path / "ds")
-    assert (s.runs_new, s.runs_replaced, s.documents_read) == (1, 1, 2)
-    runs = oa.scan_dataset(tmp_path / "ds").runs.collect()
-    assert runs.get_column("title").to_list() == ["second"]
+    assert (s.runs_new, s.runs_replaced, s.runs_outranked, s.documents_read) == (1, 0, 1, 2)
+    assert s.reconciles
+    ds = oa.scan_dataset(tmp_path / "ds")
+    assert ds.runs.collect().get_column("title").to_list() == ["newer"]
+    assert ds.scans["runs"].collect().height == 1
+    f = ds.findings.collect()
+    assert f.select("run_id", "code", "json_path", "source_line").rows() == [
+        ("r", "duplicate_run", "$.run.id", 2)
+    ]
+    assert "is outranked by the current version" in f.item(0, "message")
+
+
+def test_issue9_duplicate_run_id_same_ended_at_latest_signal_wins(tmp_path: Path) -> None:
+    """A re-emitted document with a late event appended wins over the original."""
+    src = tmp_path / "twice.ndjson"
+    original = _solo("r", "2026-09-23T11:00:00Z", "original")
+    appended = _solo("r", "2026-09-23T11:00:00Z", "appended", late="2026-09-30T00:00:00Z")
+    src.write_text(original + "\n" + appended + "\n")
+    s = oa.ingest(src, tmp_path / "ds")
+    assert (s.runs_new, s.runs_replaced, s.runs_outranked) == (1, 1, 0)
+    ds = oa.scan_dataset(tmp_path / "ds")
+    assert ds.runs.collect().get_column("title").to_list() == ["appended"]
+    assert ds.scans["runs"].collect().height == 2  # the original stays as superseded
+    f = ds.findings.collect()
+    assert f.select("code", "source_line").rows() == [("duplicate_run", 2)]
+
+
+def test_issue9_duplicate_run_id_does_not_depend_on_file_names(tmp_path: Path) -> None:
+    """Same ended_at and signals: the larger doc_sha256 wins, whichever file is read first."""
+    import hashlib
+
+    a = _solo("r", "2026-09-23T11:00:00Z", "a")
+    b = _solo("r", "2026-09-23T11:00:00Z", "b")
+    winner = (
+        "a"
+        if hashlib.sha256(a.encode()).hexdigest() > hashlib.sha256(b.encode()).hexdigest()
+        else "b"
+    )
+    titles = []
+    for order in ((a, b), (b, a)):
+        folder = tmp_path / f"src-{len(titles)}"
+        folder.mkdir()
+        (folder / "1.ndjson").write_text(order[0] + "\n")
+        (folder / "2.ndjson").write_text(order[1] + "\n")
+        oa.ingest(folder, tmp_path / f"ds-{len(titles)}")
+        runs = oa.scan_dataset(tmp_path / f"ds-{len(titles)}").runs.collect()
+        titles.append(runs.get_column("title").to_list())
+    assert titles == [[winner], [winner]]
 
 
 @pytest.mark.parametrize("merge_rows", [1, 3, 1_000_000])
@@ -172,24 +232,29 @@ def test_same_run_twice_in_one_file_keeps_the_later(tmp_path: Path) -> None:
 def test_classification_across_chunks_and_merges(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, merge_rows: int, workers: int
 ) -> None:
-    """New / replaced / unchanged are the same however the known runs are held."""
+    """New / replaced / outranked / unchanged are the same however the known runs are held."""
     from ocp_analytics.ingest import _Known
 
     monkeypatch.setattr(_Known, "SEGMENT_ROWS", merge_rows)
-    doc = json.loads((EXAMPLES / "v0.3" / "solo.ocp.json").read_text())
     lines = []
     for i in range(12):
-        doc["run"]["id"] = f"r{i % 5}"  # ids repeat across chunks of 2
-        doc["run"]["title"] = f"t{i % 7}"  # sometimes the same content again
-        lines.append(json.dumps(doc))
+        # ids repeat across chunks of 2; ended_at hours 0 7 2 9 4 11 6 1 8 3 10 5
+        lines.append(_solo(f"r{i % 5}", f"2026-09-23T{(i * 7) % 12:02d}:00:00Z", f"t{i}"))
     (tmp_path / "a.ndjson").write_text("\n".join(lines) + "\n")
     s = oa.ingest(tmp_path / "a.ndjson", tmp_path / "ds", chunk_docs=2, workers=workers)
-    assert (s.runs_new, s.runs_replaced, s.runs_unchanged) == (5, 7, 0)
-    (tmp_path / "b.ndjson").write_text("\n".join(lines[-5:]) + "\n")
+    # r0: hours 0, 11, 10 -> new, replaced, outranked; r1: 7, 6, 5; r2: 2, 1; r3: 9, 8; r4: 4, 3
+    counts = (s.runs_new, s.runs_replaced, s.runs_outranked, s.runs_unchanged)
+    assert counts == (5, 1, 6, 0)
+    runs = oa.scan_dataset(tmp_path / "ds").runs.collect().sort("run_id")
+    assert runs.get_column("title").to_list() == ["t5", "t1", "t2", "t3", "t4"]
+    (tmp_path / "b.ndjson").write_text("\n".join(lines[1:6]) + "\n")  # the current versions
     again = oa.ingest(tmp_path / "b.ndjson", tmp_path / "ds", chunk_docs=2, workers=workers)
     assert (again.runs_new, again.runs_replaced, again.runs_unchanged) == (0, 0, 5)
+    (tmp_path / "c.ndjson").write_text("\n".join(lines[7:12]) + "\n")  # a later batch wins
+    later = oa.ingest(tmp_path / "c.ndjson", tmp_path / "ds", chunk_docs=2, workers=workers)
+    assert (later.runs_new, later.runs_replaced, later.runs_outranked) == (0, 5, 0)
     runs = oa.scan_dataset(tmp_path / "ds").runs.collect().sort("run_id")
-    assert runs.get_column("title").to_list() == [f"t{i % 7}" for i in (10, 11, 7, 8, 9)]
+    assert runs.get_column("title").to_list() == ["t10", "t11", "t7", "t8", "t9"]
 
 
 def _write(path: Path, doc: dict) -> Path:
