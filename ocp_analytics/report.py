@@ -397,7 +397,7 @@ def _heatmap_chart(long: pl.DataFrame) -> Any:
     text = base.mark_text(fontSize=10).encode(
         text="label:N",
         color=alt.condition(
-            "datum.accept_rate < 0.2 || datum.accept_rate > 0.85",
+            "isValid(datum.accept_rate) && (datum.accept_rate < 0.2 || datum.accept_rate > 0.85)",
             alt.value("white"),
             alt.value("#222"),
         ),
@@ -519,7 +519,7 @@ def _quality_chart(figs: dict[str, pl.DataFrame]) -> Any:
         alt.Chart(data)
         .mark_bar()
         .encode(
-            x=alt.X("count:Q", title="count"),
+            x=alt.X("count:Q", title="count", axis=alt.Axis(tickMinStep=1, format="d")),
             y=alt.Y("code:N", title=None, sort="-x"),
             color=alt.Color("table:N", title=None, scale=alt.Scale(range=["#b2182b", "#ef8a62"])),
         )
@@ -636,7 +636,7 @@ def _table(frame: pl.DataFrame, columns: Sequence[str]) -> dict[str, Any]:
     return {"columns": list(columns), "rows": rows}
 
 
-def _cards(head: pl.DataFrame) -> list[dict[str, str]]:
+def _cards(head: pl.DataFrame, previous: bool) -> list[dict[str, str]]:
     """The headline of the first rule (the recorded rules, by default)."""
     if head.is_empty():
         return []
@@ -646,7 +646,7 @@ def _cards(head: pl.DataFrame) -> list[dict[str, str]]:
         {
             "label": f"runs ({r['rule']})",
             "value": f"{r['runs']:,}",
-            "note": f"previous window {r['prev_runs']:,}",
+            "note": f"previous window {r['prev_runs']:,}" if previous else "no previous window",
         },
         {
             "label": "accept rate",
@@ -729,7 +729,7 @@ def render_html(
         period=ctx.period,
         by=", ".join(ctx.by) or "nothing (all runs)",
         rules=", ".join(ctx.names),
-        cards=_cards(head),
+        cards=_cards(head, prev is not None),
         no_runs=int(head["runs"].sum()) == 0,
         headline=_headline_table(head),
         charts=_section_charts(figs, ctx.by),
