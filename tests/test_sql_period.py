@@ -95,6 +95,26 @@ def test_sql_equals_engine_on_generated_documents(
     _assert_same(_rows(sql), _rows(got))
 
 
+def test_runs_with_no_time_have_a_null_period_without_a_window(tmp_path: Path) -> None:
+    """Four bundled examples have neither ended_at nor started_at."""
+    oa.ingest(Path(__file__).parent / "data" / "examples", tmp_path / "ds")
+    as_of = "2027-01-01T00:00:00Z"
+    engine = oa.rates(tmp_path / "ds", "tests+review", as_of=as_of, period="week").collect()
+    sql = run_query(
+        tmp_path / "ds", QUERY, rules="tests+review", as_of=as_of, variables={"ocp_period": "week"}
+    )
+    _assert_same(_rows(sql), _rows(engine))
+    untimed = sql.filter(pl.col("period").is_null())
+    assert untimed.select("rule", "runs").rows() == [("recorded", 4), ("tests+review", 4)]
+    windowed = run_query(
+        tmp_path / "ds",
+        QUERY,
+        as_of=as_of,
+        variables={"ocp_period": "week", "ocp_since": datetime.fromisoformat("2026-01-01T00:00Z")},
+    )
+    assert windowed["period"].null_count() == 0
+
+
 def test_unknown_period_is_refused_with_a_hint(generated: tuple[Path, Path]) -> None:
     with pytest.raises(Exception, match="Hint: SET VARIABLE ocp_period"):
         run_query(generated[0], QUERY, as_of=AS_OF, variables={"ocp_period": "year"})

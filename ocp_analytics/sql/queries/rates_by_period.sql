@@ -2,9 +2,10 @@
 --
 -- Purpose: the SQL twin of ocp_analytics.rates(dataset, rules, period=...,
 --   since=..., until=...) with no grouping (docs/time.md). A run's time is
---   its ended_at, else its started_at; a run with neither has no period and
---   is left out. Periods are UTC calendar buckets: day, week (starting on
---   Monday) or month, named by their first instant.
+--   its ended_at, else its started_at. A run with neither is outside every
+--   window; with no window it is counted in a row whose period is NULL (as
+--   the engine does). Periods are UTC calendar buckets: day, week (starting
+--   on Monday) or month, named by their first instant.
 -- Parameters:
 --   getvariable('ocp_period')  VARCHAR, required: 'day', 'week' or 'month'.
 --   getvariable('ocp_since')   TIMESTAMPTZ, optional: keep runs whose time is
@@ -12,8 +13,9 @@
 --   getvariable('ocp_until')   TIMESTAMPTZ, optional: keep runs whose time is
 --                              before it.
 --   those of acceptance (ocp_as_of, alternative_rules).
--- Output columns, ordered by period then rule:
---   period TIMESTAMPTZ          the first instant of the run's period (UTC)
+-- Output columns, ordered by period (NULL last) then rule:
+--   period TIMESTAMPTZ          the first instant of the run's period (UTC),
+--                               NULL for runs with no time
 --   rule, runs, accepted, rejected, unknown, accept_rate, ci_low, ci_high,
 --   decided_share, attempts_mean, attempts_median, first_attempt_share
 --                               as in the rates view
@@ -48,7 +50,6 @@ timed AS (
     CROSS JOIN checked
     WHERE
         checked.ok
-        AND coalesce(runs.ended_at, runs.started_at) IS NOT NULL
         AND (checked.since IS NULL OR coalesce(runs.ended_at, runs.started_at) >= checked.since)
         AND (checked.until IS NULL OR coalesce(runs.ended_at, runs.started_at) < checked.until)
 ),
@@ -111,4 +112,4 @@ SELECT
     tier_asserted,
     as_of
 FROM counts
-ORDER BY period, rule;
+ORDER BY period NULLS LAST, rule;
