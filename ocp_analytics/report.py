@@ -36,6 +36,7 @@ PERIODS = ("day", "week", "month")
 TIERS = ("verified", "reported", "heuristic", "asserted")
 TOP_FLIPS = 10
 MAX_GROUPS = 12  # groups drawn in the trend chart (all are in the data)
+MAX_LINES = 6  # rules drawn as lines (trend, attempts, provisional): the first ones
 MAX_ATTEMPTS = 15  # attempts drawn in the distribution chart (all are in the data)
 SAMPLES = 5  # sample rows per code in the data-quality tables
 NO_GROUP = "(none)"
@@ -274,10 +275,11 @@ def _config(chart: Any) -> Any:
 
 
 def _rule_color(names: Sequence[str]) -> Any:
-    """One colour per rule, the same in every chart."""
+    """One colour per drawn rule (the first ``MAX_LINES``), the same in every line chart."""
     import altair as alt
 
-    scale = alt.Scale(domain=list(names), scheme="tableau10" if len(names) <= 10 else "tableau20")
+    scheme = "tableau10" if len(names) <= 10 else "tableau20"
+    scale = alt.Scale(domain=list(names[:MAX_LINES]), scheme=scheme)
     return alt.Color("rule:N", title="rule", scale=scale)
 
 
@@ -287,6 +289,11 @@ def _rate_axis(title: str = "accept rate") -> Any:
     return alt.Y(
         "accept_rate:Q", title=title, scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")
     )
+
+
+def _drawn(frame: pl.DataFrame, names: Sequence[str]) -> pl.DataFrame:
+    """The rows of the rules drawn as lines: the first ``MAX_LINES`` in rule order."""
+    return frame.filter(pl.col("rule").is_in(list(names[:MAX_LINES])))
 
 
 def _headline_chart(head: pl.DataFrame) -> Any:
@@ -307,7 +314,7 @@ def _headline_chart(head: pl.DataFrame) -> Any:
     order = ["previous window", "this window"]
     scale = alt.Scale(domain=[0, 1])
     base = alt.Chart(data).encode(
-        y=alt.Y("rule:N", title=None),
+        y=alt.Y("rule:N", title=None, sort=head["rule"].to_list()),
         yOffset=alt.YOffset("window:N", sort=order),
         color=alt.Color(
             "window:N", title=None, sort=order, scale=alt.Scale(range=["#9e9ac8", "#3f007d"])
@@ -328,7 +335,8 @@ def _trend_chart(trend: pl.DataFrame, by: Sequence[str], names: Sequence[str]) -
 
     if trend.is_empty() or "period" not in trend.columns:
         return None
-    data = trend.with_columns(_group_label(by)).filter(pl.col("accept_rate").is_not_null())
+    data = _drawn(trend, names).with_columns(_group_label(by))
+    data = data.filter(pl.col("accept_rate").is_not_null())
     if data.is_empty():
         return None
     top = (
@@ -364,7 +372,7 @@ def _trend_chart(trend: pl.DataFrame, by: Sequence[str], names: Sequence[str]) -
     )
 
 
-def _heatmap_chart(long: pl.DataFrame) -> Any:
+def _heatmap_chart(long: pl.DataFrame, names: Sequence[str]) -> Any:
     """The compare matrix: accept rate per group (rows) and rule (columns)."""
     import altair as alt
 
@@ -378,7 +386,7 @@ def _heatmap_chart(long: pl.DataFrame) -> Any:
     )
     n_rules, n_groups = data["rule"].n_unique(), data["group"].n_unique()
     cell = max(28, min(60, (WIDTH - 140) // max(n_rules, 1)))
-    x = alt.X("rule:N", title=None, axis=alt.Axis(labelAngle=-35, orient="top"))
+    x = alt.X("rule:N", title=None, sort=list(names), axis=alt.Axis(labelAngle=-35, orient="top"))
     y = alt.Y("group:N", title=None)
     base = alt.Chart(data).encode(x=x, y=y)
     empty = base.mark_rect(color="#f0f0f0")
@@ -428,7 +436,7 @@ def _flips_chart(flips: pl.DataFrame) -> Any:
 def _attempts_chart(dist: pl.DataFrame, names: Sequence[str]) -> Any:
     import altair as alt
 
-    data = dist.filter(pl.col("attempts_to_acceptance") <= MAX_ATTEMPTS)
+    data = _drawn(dist, names).filter(pl.col("attempts_to_acceptance") <= MAX_ATTEMPTS)
     if data.is_empty():
         return None
     data = data.select("rule", "attempts_to_acceptance", "cumulative_share", "accepted")
@@ -449,7 +457,7 @@ def _attempts_chart(dist: pl.DataFrame, names: Sequence[str]) -> Any:
     return line.properties(width=WIDTH - 160, height=220)
 
 
-def _tier_chart(mix: pl.DataFrame) -> Any:
+def _tier_chart(mix: pl.DataFrame, names: Sequence[str]) -> Any:
     import altair as alt
 
     data = mix.filter(pl.col("runs") > 0)
@@ -468,7 +476,7 @@ def _tier_chart(mix: pl.DataFrame) -> Any:
                 title="share of decided runs",
                 axis=alt.Axis(format="%"),
             ),
-            y=alt.Y("rule:N", title=None),
+            y=alt.Y("rule:N", title=None, sort=list(names)),
             color=alt.Color(
                 "tier:N",
                 title="evidence tier",
@@ -483,7 +491,7 @@ def _tier_chart(mix: pl.DataFrame) -> Any:
 def _provisional_chart(prov: pl.DataFrame, names: Sequence[str]) -> Any:
     import altair as alt
 
-    data = prov.filter(pl.col("provisional_share").is_not_null())
+    data = _drawn(prov, names).filter(pl.col("provisional_share").is_not_null())
     if data.is_empty():
         return None
     line = (
@@ -536,9 +544,12 @@ def to_svg(chart: Any, prefix: str) -> str:
     Several SVG documents in one page share one id space: without the prefix
     a chart's ``url(#clip1)`` could point at another chart's clip path.
     """
+    import altair as alt
     import vl_convert as vlc
 
-    svg: str = vlc.vegalite_to_svg(_config(chart).to_dict())
+    with alt.data_transformers.disable_max_rows():  # the data is aggregated already
+        spec = _config(chart).to_dict()
+    svg: str = vlc.vegalite_to_svg(spec)
     for name in set(_ID.findall(svg)):
         new = f"{prefix}-{name}"
         svg = svg.replace(f'id="{name}"', f'id="{new}"')
@@ -676,10 +687,10 @@ def _section_charts(figs: dict[str, pl.DataFrame], by: Sequence[str]) -> dict[st
     charts = {
         "headline": _headline_chart(figs["headline"]),
         "rates_by_period": _trend_chart(figs["rates_by_period"], by, names),
-        "rates_by_group": _heatmap_chart(figs["rates_by_group"]),
+        "rates_by_group": _heatmap_chart(figs["rates_by_group"], names),
         "flips": _flips_chart(figs["flips"]),
         "attempts_distribution": _attempts_chart(figs["attempts_distribution"], names),
-        "tier_mix": _tier_chart(figs["tier_mix"]),
+        "tier_mix": _tier_chart(figs["tier_mix"], names),
         "provisional": _provisional_chart(figs["provisional"], names),
         "quality": _quality_chart(figs),
     }
@@ -735,6 +746,10 @@ def render_html(
         charts=_section_charts(figs, ctx.by),
         trend_note=f"The {MAX_GROUPS} groups with most runs are drawn; all are in the data."
         if groups > MAX_GROUPS
+        else "",
+        lines_note=f"Lines are drawn for the first {MAX_LINES} of the {len(ctx.names)} rules "
+        f"({', '.join(ctx.names[:MAX_LINES])}); every rule is in the data."
+        if len(ctx.names) > MAX_LINES
         else "",
         top_flips=TOP_FLIPS,
         flips=_table(flips, ["rule_a", "rule_b", "runs_compared", "flips", "sample_run_ids"]),
