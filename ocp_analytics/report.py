@@ -278,7 +278,7 @@ def _rule_color(names: Sequence[str]) -> Any:
     """One colour per drawn rule (the first ``MAX_LINES``), the same in every line chart."""
     import altair as alt
 
-    scheme = "tableau10" if len(names) <= 10 else "tableau20"
+    scheme: Literal["tableau10", "tableau20"] = "tableau10" if len(names) <= 10 else "tableau20"
     scale = alt.Scale(domain=list(names[:MAX_LINES]), scheme=scheme)
     return alt.Color("rule:N", title="rule", scale=scale)
 
