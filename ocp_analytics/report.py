@@ -514,25 +514,29 @@ def _provisional_chart(prov: pl.DataFrame, names: Sequence[str]) -> Any:
 
 
 def _quality_chart(figs: dict[str, pl.DataFrame]) -> Any:
+    """Quarantined documents and findings by code, side by side (each only when present)."""
     import altair as alt
 
-    parts = [
-        figs[f"{t}_by_code"].select(pl.lit(label).alias("table"), "code", "count")
-        for t, label in (("quarantine", "quarantined documents"), ("findings", "findings"))
-    ]
-    data = pl.concat(parts)
-    if data.is_empty():
-        return None
-    bar = (
-        alt.Chart(data)
-        .mark_bar()
-        .encode(
-            x=alt.X("count:Q", title="count", axis=alt.Axis(tickMinStep=1, format="d")),
-            y=alt.Y("code:N", title=None, sort="-x"),
-            color=alt.Color("table:N", title=None, scale=alt.Scale(range=["#b2182b", "#ef8a62"])),
+    charts = []
+    for table, title, colour in (
+        ("quarantine", "quarantined documents", "#b2182b"),
+        ("findings", "findings on ingested runs", "#ef8a62"),
+    ):
+        data = figs[f"{table}_by_code"]
+        if data.is_empty():
+            continue
+        bar = (
+            alt.Chart(data, title=alt.Title(title, anchor="start", fontSize=12))
+            .mark_bar(color=colour)
+            .encode(
+                x=alt.X("count:Q", title="count", axis=alt.Axis(tickMinStep=1, format="d")),
+                y=alt.Y("code:N", title=None, sort="-x"),
+            )
         )
-    )
-    return bar.properties(width=WIDTH - 260, height=20 * data.height)
+        charts.append(bar.properties(width=WIDTH // 2 - 170, height=20 * data.height))
+    if not charts:
+        return None
+    return alt.hconcat(*charts, spacing=60)
 
 
 _ID = re.compile(r'\bid="([^"]+)"')
