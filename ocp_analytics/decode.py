@@ -20,9 +20,10 @@ UTF-8 in any string, in a field the package reads or not (``lone_surrogate``
 / ``invalid_utf8`` findings, the string read as null, a member whose *name*
 is bad dropped), and a number too large for a 64-bit float
 (``out_of_range``, read as null). polars would read the surrogate as
-``"\\x00"`` without a word, so such lines are routed here by the prefilter;
-``null`` elements of ``signals`` / ``attempts`` / ``artifacts`` are routed
-here too and each is a ``wrong_type`` finding.
+``"\\x00"`` without a word, so such lines are routed here by the prefilter.
+A ``null`` element of ``signals`` / ``attempts`` / ``artifacts`` is a
+``wrong_type`` finding: reported here on the slow path, by ``tables.py`` on
+the fast path (the frame's ``slow`` column tells which).
 """
 
 from __future__ import annotations
@@ -67,10 +68,10 @@ PREFILTER = (
     r'"value"\s*:\s*(?:true|false|"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")'
     rf'|"(?:{_NUMERIC_KEYS})"\s*:\s*(?:true|false)'
     rf'|"(?:{_STRING_KEYS})"\s*:\s*[-0-9tf]'
-    # a surrogate escape (polars reads a lone one as "\x00"); a null array element
-    r"|\\u[dD][89a-fA-F]"
-    r"|[\[,]\s*null\s*[,\]]"
 )
+# A surrogate escape (polars reads a lone one as "\x00"). A separate pattern:
+# one alternation of both runs twice as slow as the two apart.
+SURROGATE_ESCAPE = r"\\u[dD][89a-fA-F]"
 
 
 @dataclass
@@ -97,7 +98,7 @@ class Finding:
 class Decoded:
     """The result of decoding one chunk of texts."""
 
-    frame: pl.DataFrame  # columns: pos (UInt32), doc (DOCUMENT_DTYPE), text
+    frame: pl.DataFrame  # columns: pos (UInt32), doc (DOCUMENT_DTYPE), text, slow
     rejected: list[Rejected] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
 
@@ -384,7 +385,13 @@ def decode_texts(
     """
     raw = raw or {}
     series = pl.Series("t", texts, dtype=pl.String)
-    flagged = series.str.contains(PREFILTER).fill_null(False)
+    t = pl.col("t")
+    flagged = (
+        series.to_frame()
+        .select(t.str.contains(PREFILTER) | t.str.contains(SURROGATE_ESCAPE))
+        .to_series()
+        .fill_null(False)
+    )
     fast = [i for i, f in enumerate(flagged.to_list()) if not f]
     slow = [i for i, f in enumerate(flagged.to_list()) if f or i in raw]
     if raw:
@@ -421,5 +428,12 @@ def decode_texts(
         if frames
         else pl.DataFrame(schema={"pos": pl.UInt32, "doc": DOCUMENT_DTYPE})
     )
-    result.frame = frame.with_columns(series.gather(frame.get_column("pos")).alias("text"))
+    slow_mask = [False] * len(texts)
+    for i in clean_pos:
+        slow_mask[i] = True
+    at = frame.get_column("pos")
+    result.frame = frame.with_columns(
+        series.gather(at).alias("text"),
+        pl.Series("slow", slow_mask, dtype=pl.Boolean).gather(at),
+    )
     return result

@@ -176,21 +176,36 @@ def _integer_fields(
 # --- per table ----------------------------------------------------------------
 
 
-def _explode(docs: pl.LazyFrame, path: list[str], idx: str) -> pl.LazyFrame:
+def _explode(docs: pl.LazyFrame, path: list[str], idx: str) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """The elements of a list of objects, one row each, and a finding per ``null`` element.
+
+    Null elements are reported here for fast-path documents only: the slow
+    path reports them itself (a misfit element is null there too).
+    """
     expr = pl.col("doc")
     for p in path:
         expr = expr.struct.field(p)
-    return (
-        docs.select("run_id", "doc_id", expr.alias("item"))
+    exploded = (
+        docs.select("run_id", "doc_id", "slow", expr.alias("item"))
         .with_columns(pl.int_ranges(0, pl.col("item").list.len(), dtype=pl.Int32).alias(idx))
         .explode(["item", idx])
-        .filter(pl.col("item").is_not_null())
-        .unnest("item")
+        .cache()
     )
+    items = exploded.filter(pl.col("item").is_not_null()).drop("slow").unnest("item")
+    nulls = exploded.filter(
+        pl.col("item").is_null() & pl.col(idx).is_not_null() & ~pl.col("slow")
+    ).select(
+        "run_id",
+        "doc_id",
+        pl.lit("wrong_type").alias("code"),
+        pl.format("$." + ".".join(path) + "[{}]", pl.col(idx)).alias("json_path"),
+        pl.lit("expected an object, found null; the element is skipped").alias("message"),
+    )
+    return items, nulls
 
 
 def _signals(docs: pl.LazyFrame) -> tuple[pl.LazyFrame, list[pl.LazyFrame]]:
-    sig = _explode(docs, ["run", "signals"], "sig_idx")
+    sig, nulls = _explode(docs, ["run", "signals"], "sig_idx")
     v = pl.col("value")
     vtype = pl.coalesce(
         pl.col("_ocpa_vtype"),
@@ -236,6 +251,7 @@ def _signals(docs: pl.LazyFrame) -> tuple[pl.LazyFrame, list[pl.LazyFrame]]:
         )
     ).fill_null(False)
     found = [
+        nulls,
         *_ts_findings(sig, "observed_at", path(".observed_at")),
         _find(
             sig,
@@ -257,7 +273,7 @@ def _signals(docs: pl.LazyFrame) -> tuple[pl.LazyFrame, list[pl.LazyFrame]]:
 
 
 def _attempts(docs: pl.LazyFrame) -> tuple[pl.LazyFrame, list[pl.LazyFrame]]:
-    att = _explode(docs, ["attempts"], "att_idx")
+    att, nulls = _explode(docs, ["attempts"], "att_idx")
     cost = pl.col("cost")
     att = (
         att.with_columns(
@@ -286,6 +302,7 @@ def _attempts(docs: pl.LazyFrame) -> tuple[pl.LazyFrame, list[pl.LazyFrame]]:
     )
     path = lambda f: pl.format("$.attempts[{}]" + f, pl.col("att_idx"))  # noqa: E731
     found += [
+        nulls,
         *found_cost,
         *_ts_findings(att, "started_at", path(".started_at")),
         *_ts_findings(att, "ended_at", path(".ended_at")),
@@ -296,18 +313,15 @@ def _attempts(docs: pl.LazyFrame) -> tuple[pl.LazyFrame, list[pl.LazyFrame]]:
 
 
 def _artifacts(docs: pl.LazyFrame) -> tuple[pl.LazyFrame, list[pl.LazyFrame]]:
-    art = (
-        _explode(docs, ["artifacts"], "art_idx")
-        .with_columns(
-            pl.col("id").alias("artifact_id"),
-            pl.col("kind").struct.field("value").alias("kind"),
-            pl.col("first_write_at").alias("first_write_at_raw"),
-            parse_timestamp(pl.col("first_write_at")).alias("first_write_at"),
-        )
-        .cache()
-    )
+    art, nulls = _explode(docs, ["artifacts"], "art_idx")
+    art = art.with_columns(
+        pl.col("id").alias("artifact_id"),
+        pl.col("kind").struct.field("value").alias("kind"),
+        pl.col("first_write_at").alias("first_write_at_raw"),
+        parse_timestamp(pl.col("first_write_at")).alias("first_write_at"),
+    ).cache()
     path = pl.format("$.artifacts[{}].first_write_at", pl.col("art_idx"))
-    return _cast(art, "artifacts"), _ts_findings(art, "first_write_at", path)
+    return _cast(art, "artifacts"), [nulls, *_ts_findings(art, "first_write_at", path)]
 
 
 _Problem = dict[str, str]  # {"path": JSON path, "message": ...}
@@ -560,6 +574,7 @@ def build_tables(dec: Decoded, meta: ChunkMeta, doc_id_base: int, batch_id: str)
                 "pos",
                 "doc",
                 "text",
+                "slow",
                 (pl.col("pos").cast(pl.Int64) + doc_id_base).alias("doc_id"),
                 pl.col("doc").struct.field("run").struct.field("id").alias("run_id"),
             ),
