@@ -46,6 +46,7 @@ SETUP_FILES = (
     "macros/ocp_tier_word.sql",
     "macros/ocp_tier_q.sql",
     "macros/ocp_verdict_state.sql",
+    "macros/ocp_signal_order.sql",
     "macros/ocp_z95.sql",
     "macros/ocp_wilson.sql",
     "views/current_docs.sql",
@@ -59,9 +60,9 @@ SETUP_FILES = (
     "views/latest_verdicts.sql",
     "views/latest_scores.sql",
     "views/attempt_positions.sql",
+    "views/run_features.sql",
     "views/run_rules.sql",
     "views/rule_parts.sql",
-    "views/rule_events.sql",
     "views/acceptance.sql",
     "views/rates.sql",
 )

@@ -248,6 +248,22 @@ CASE
     WHEN lower(value_text) IN ('reject', 'fail') THEN 'fail'
 END;
 
+-- ---- sql/macros/ocp_signal_order.sql ----
+-- ocp_signal_order(observed_at, sig_idx): the order in which signals become "the latest" (SEMANTICS §4).
+--
+-- Purpose: one sort key, so that arg_max(x, ocp_signal_order(...)) picks
+--   the latest signal of a group: an unknown time sorts before every known
+--   one, then the instant (equal instants written with different offsets
+--   are ties), then the position in run.signals. A single HUGEINT
+--   (epoch µs × 2^32 + sig_idx; unknown time reads as -(2^63 - 1), below every real instant)
+--   keeps the aggregate state fixed-size and small, which a ROW key does not.
+-- Parameters: observed_at TIMESTAMPTZ (NULL = unknown time),
+--   sig_idx INTEGER (>= 0, the position in run.signals).
+-- Output: HUGEINT, larger is later.
+CREATE OR REPLACE MACRO ocp_signal_order(observed_at, sig_idx) AS
+CAST(coalesce(epoch_us(observed_at), -9223372036854775807) AS HUGEINT) * 4294967296
++ sig_idx;
+
 -- ---- sql/macros/ocp_z95.sql ----
 -- ocp_z95(): the z of a two-sided 95 % interval, as in ocp_analytics.rates.Z95.
 --
@@ -405,31 +421,42 @@ FROM ocp_all_versions('quarantine');
 -- Purpose: within one document, for one verdict name (exact, case-sensitive
 --   match), order the verdicts by observed_at with an unknown time FIRST,
 --   then by position in run.signals; the last one wins, whatever its value.
---   Written here as "first in the reversed order" so the tie-break is explicit.
+--   One GROUP BY with arg_max over ocp_signal_order (a hash aggregate with
+--   a small fixed-size key; no window over all signals). arg_max skips rows
+--   whose returned value is NULL, so it returns one struct, never NULL, and
+--   the columns are read from it. The value is reduced to its state before
+--   the aggregate, so the state held per group stays small.
 -- Parameters: none.
 -- Output columns:
 --   doc_id BIGINT, name VARCHAR
---   state VARCHAR       'pass' | 'fail' | NULL (unknown), see ocp_verdict_state
---   value_text VARCHAR  the value as written
---   tier_rank INTEGER   0 verified … 3 asserted (ocp_tier_rank)
+--   state TINYINT       0 fail, 1 unknown, 2 pass (ocp_verdict_state: any
+--                       value other than accept/pass/reject/fail is unknown)
+--   tier_rank TINYINT   0 verified … 3 asserted (ocp_tier_rank)
 --   at_attempt VARCHAR  the attempt the verdict names (may name none)
---   sig_idx INTEGER, observed_at TIMESTAMPTZ  which signal won
+--   sig_idx INTEGER     which signal won (its position in run.signals)
 CREATE OR REPLACE VIEW latest_verdicts AS
-SELECT
-    doc_id,
-    name,
-    ocp_verdict_state(value_text) AS state,
-    value_text,
-    ocp_tier_rank(tier) AS tier_rank,
-    at_attempt,
-    sig_idx,
-    observed_at
-FROM signals
-WHERE kind = 'verdict'
-QUALIFY row_number() OVER (
-    PARTITION BY doc_id, name
-    ORDER BY observed_at DESC NULLS LAST, sig_idx DESC
-) = 1;
+WITH latest AS (
+    SELECT
+        doc_id,
+        name,
+        arg_max(
+            {
+                'state': CAST(
+                    CASE ocp_verdict_state(value_text) WHEN 'fail' THEN 0 WHEN 'pass' THEN 2 ELSE 1 END
+                    AS TINYINT
+                ),
+                'tier_rank': CAST(ocp_tier_rank(tier) AS TINYINT),
+                'at_attempt': at_attempt,
+                'sig_idx': sig_idx
+            },
+            ocp_signal_order(observed_at, sig_idx)
+        ) AS s
+    FROM signals
+    WHERE kind = 'verdict'
+    GROUP BY doc_id, name
+)
+SELECT doc_id, name, s.state, s.tier_rank, s.at_attempt, s.sig_idx
+FROM latest;
 
 -- ---- sql/views/latest_scores.sql ----
 -- latest_scores: the latest numeric score of every (run version, name) (SEMANTICS §4).
@@ -437,29 +464,36 @@ QUALIFY row_number() OVER (
 -- Purpose: only scores whose value is a JSON number count (value_num IS NOT
 --   NULL): a later null, boolean or string score does not hide an earlier
 --   measured one. Among those, order by observed_at with an unknown time
---   FIRST, then by position in run.signals; the last one wins.
+--   FIRST, then by position in run.signals; the last one wins. One GROUP BY
+--   with arg_max over ocp_signal_order, as in latest_verdicts (the returned
+--   struct is never NULL, so no row is skipped).
 -- Parameters: none.
 -- Output columns:
 --   doc_id BIGINT, name VARCHAR
 --   value DOUBLE        the score
---   tier_rank INTEGER   0 verified … 3 asserted (ocp_tier_rank)
+--   tier_rank TINYINT   0 verified … 3 asserted (ocp_tier_rank)
 --   at_attempt VARCHAR  the attempt the score names (may name none)
---   sig_idx INTEGER, observed_at TIMESTAMPTZ  which signal won
+--   sig_idx INTEGER     which signal won (its position in run.signals)
 CREATE OR REPLACE VIEW latest_scores AS
-SELECT
-    doc_id,
-    name,
-    value_num AS value,
-    ocp_tier_rank(tier) AS tier_rank,
-    at_attempt,
-    sig_idx,
-    observed_at
-FROM signals
-WHERE kind = 'score' AND value_num IS NOT NULL
-QUALIFY row_number() OVER (
-    PARTITION BY doc_id, name
-    ORDER BY observed_at DESC NULLS LAST, sig_idx DESC
-) = 1;
+WITH latest AS (
+    SELECT
+        doc_id,
+        name,
+        arg_max(
+            {
+                'value': value_num,
+                'tier_rank': CAST(ocp_tier_rank(tier) AS TINYINT),
+                'at_attempt': at_attempt,
+                'sig_idx': sig_idx
+            },
+            ocp_signal_order(observed_at, sig_idx)
+        ) AS s
+    FROM signals
+    WHERE kind = 'score' AND value_num IS NOT NULL
+    GROUP BY doc_id, name
+)
+SELECT doc_id, name, s.value, s.tier_rank, s.at_attempt, s.sig_idx
+FROM latest;
 
 -- ---- sql/views/attempt_positions.sql ----
 -- attempt_positions: where each attempt id of a run version stands (SEMANTICS §8).
@@ -502,32 +536,133 @@ FROM ordered
 WHERE attempt_id IS NOT NULL
 QUALIFY row_number() OVER (PARTITION BY doc_id, attempt_id ORDER BY pos) = 1;
 
+-- ---- sql/views/run_features.sql ----
+-- run_features: one row per run with every signal a rule can read (SEMANTICS §4–§8).
+--
+-- Purpose: the per-run feature step, done once whatever the number of
+--   rules (the engine's feature table): the latest verdict and the latest
+--   numeric score of every name, each with the attempt it names placed in
+--   attempt order, and the run's excluded-event candidates. Rules are then
+--   evaluated row by row on this table (run_rules, rule_parts, acceptance),
+--   never against the signals again. The verdicts and scores of a run are
+--   gathered by one aggregate, after one join to attempt_positions.
+--   events holds the event signals not observed after as_of (§6: those
+--   never count for any rule), sorted by sig_idx; which of them a rule
+--   counts depends on its excludes_events and window (rule_parts).
+-- Parameters: getvariable('ocp_as_of') through ocp_as_of().
+-- Output columns:
+--   doc_id BIGINT, run_id VARCHAR, ended_at TIMESTAMPTZ
+--   verdicts MAP(VARCHAR, STRUCT(state TINYINT, tier_rank TINYINT,
+--     attempt_pos BIGINT))
+--       name -> the latest verdict: state 0 fail, 1 unknown, 2 pass; its
+--       tier; the position of the attempt it names (attempt_positions.pos;
+--       NULL when it names no attempt of the run). NULL: no verdict.
+--       (Three small fields: each field of a list costs memory per run.)
+--   scores MAP(VARCHAR, STRUCT(value DOUBLE, tier_rank TINYINT,
+--     attempt_pos BIGINT))
+--       name -> the latest numeric score, the same way. NULL: no score.
+--   events STRUCT(sig_idx INTEGER, name VARCHAR, observed_at TIMESTAMPTZ,
+--     tier_rank TINYINT)[]  NULL when the run has none
+CREATE OR REPLACE VIEW run_features AS
+WITH latest AS (
+    SELECT doc_id, name, state, NULL AS value, tier_rank, at_attempt
+    FROM latest_verdicts
+    UNION ALL
+    SELECT doc_id, name, NULL AS state, value, tier_rank, at_attempt
+    FROM latest_scores
+),
+placed AS (
+    SELECT
+        l.doc_id,
+        l.name,
+        l.state IS NOT NULL AS is_verdict,
+        l.state,
+        l.value,
+        l.tier_rank,
+        ap.pos AS attempt_pos
+    FROM latest AS l
+    LEFT JOIN attempt_positions AS ap ON ap.doc_id = l.doc_id AND ap.attempt_id = l.at_attempt
+    WHERE l.name IS NOT NULL
+),
+signals_by_run AS (
+    SELECT
+        doc_id,
+        map_from_entries(
+            list({
+                'key': name,
+                'value': {
+                    'state': state,
+                    'tier_rank': tier_rank,
+                    'attempt_pos': attempt_pos
+                }
+            }) FILTER (WHERE is_verdict)
+        ) AS verdicts,
+        map_from_entries(
+            list({
+                'key': name,
+                'value': {
+                    'value': value,
+                    'tier_rank': tier_rank,
+                    'attempt_pos': attempt_pos
+                }
+            }) FILTER (WHERE NOT is_verdict)
+        ) AS scores
+    FROM placed
+    GROUP BY doc_id
+),
+events AS (
+    SELECT
+        doc_id,
+        list_sort(
+            list({
+                'sig_idx': sig_idx,
+                'name': name,
+                'observed_at': observed_at,
+                'tier_rank': CAST(ocp_tier_rank(tier) AS TINYINT)
+            })
+        ) AS events
+    FROM signals
+    WHERE
+        kind = 'event'
+        AND name IS NOT NULL
+        AND (observed_at IS NULL OR observed_at <= ocp_as_of())
+    GROUP BY doc_id
+)
+SELECT r.doc_id, r.run_id, r.ended_at, s.verdicts, s.scores, e.events
+FROM runs AS r
+LEFT JOIN signals_by_run AS s ON s.doc_id = r.doc_id
+LEFT JOIN events AS e ON e.doc_id = r.doc_id;
+
 -- ---- sql/views/run_rules.sql ----
 -- run_rules: every (run, rule) pair to evaluate, with the rule's effective fields.
 --
 -- Purpose: one row per run under its own recorded rule (rule = 'recorded'),
---   plus one row per run and row of alternative_rules. The defaults of
---   SEMANTICS §3 are applied here, once: excludes_events NULL reads
---   ['revert', 'incident'], window_days NULL reads 14; requires keeps its
---   duplicates (rule_parts counts each name once). A run without a recorded
---   rule gets problem 'no_rule', an unreadable one (rules.valid = false)
---   'invalid_rule'; such a row has no parts and counts no event.
--- Parameters: none (reads runs, rules, alternative_rules).
+--   plus one row per run and row of alternative_rules. run_features (one
+--   row per run, carrying the run's recorded rule) is joined to a table of
+--   K + 1 rules: a 'recorded' row meaning "the run's own rule", then every
+--   alternative rule. DuckDB builds that small side and streams the runs
+--   through it, so no runs × rules table is ever held, and the features are
+--   read once.
+--   The defaults of SEMANTICS §3 are applied once per rule (per run for
+--   recorded rules): excludes_events NULL reads ['revert', 'incident'],
+--   window_days NULL reads 14, requires keeps each name once, at its first
+--   place (NULL names dropped). A run without a recorded rule gets problem
+--   'no_rule', an unreadable one (rules.valid = false) 'invalid_rule'; such
+--   a row has no parts and counts no event.
+-- Parameters: none (reads run_features, rules, alternative_rules).
 -- Output columns:
 --   doc_id BIGINT, run_id VARCHAR, ended_at TIMESTAMPTZ
 --   rule VARCHAR              'recorded' or the alternative rule's name
 --   problem VARCHAR           NULL | 'no_rule' | 'invalid_rule'
---   requires VARCHAR[]        as written (NULL: none)
+--   requires VARCHAR[]        distinct names in rule order ([] when none)
 --   score_name VARCHAR, score_target DOUBLE, score_better VARCHAR
---   excludes_events VARCHAR[] effective (default applied)
+--   excludes_events VARCHAR[] effective (default applied; [] with a problem)
 --   window_days BIGINT        effective (default applied)
+--   verdicts, scores, events  the run's features (run_features)
 CREATE OR REPLACE VIEW run_rules AS
-WITH pairs AS (
+WITH own AS (
     SELECT
-        r.doc_id,
-        r.run_id,
-        r.ended_at,
-        'recorded' AS rule,
+        f.*,
         CASE
             WHEN rl.doc_id IS NULL THEN 'no_rule'
             WHEN NOT rl.valid THEN 'invalid_rule'
@@ -538,23 +673,113 @@ WITH pairs AS (
         rl.score_better,
         rl.excludes_events,
         rl.window_days
-    FROM runs AS r
-    LEFT JOIN rules AS rl ON rl.doc_id = r.doc_id
+    FROM run_features AS f
+    LEFT JOIN rules AS rl ON rl.doc_id = f.doc_id
+),
+effective AS (
+    -- the defaults, applied to a rule's fields (per run for recorded rules)
+    SELECT
+        * EXCLUDE (requires, score_name, score_target, score_better, excludes_events, window_days),
+        CASE
+            WHEN problem IS NULL THEN list_filter(
+                coalesce(requires, []),
+                lambda name, i: name IS NOT NULL AND list_position(requires, name) = i
+            )
+            ELSE []
+        END AS requires,
+        CASE WHEN problem IS NULL THEN score_name END AS score_name,
+        CASE WHEN problem IS NULL THEN score_target END AS score_target,
+        CASE WHEN problem IS NULL THEN score_better END AS score_better,
+        CASE
+            WHEN problem IS NULL THEN coalesce(excludes_events, ['revert', 'incident'])
+            ELSE []
+        END AS excludes_events,
+        CASE WHEN problem IS NULL THEN coalesce(window_days, 14) END AS window_days
+    FROM own
+),
+rule_table AS (
+    -- K + 1 rows: the run's own rule, then every alternative rule
+    SELECT
+        'recorded' AS rule,
+        true AS own_rule,
+        CAST(NULL AS VARCHAR[]) AS requires,
+        CAST(NULL AS VARCHAR) AS score_name,
+        CAST(NULL AS DOUBLE) AS score_target,
+        CAST(NULL AS VARCHAR) AS score_better,
+        CAST(NULL AS VARCHAR[]) AS excludes_events,
+        CAST(NULL AS BIGINT) AS window_days
     UNION ALL
     SELECT
-        r.doc_id,
-        r.run_id,
-        r.ended_at,
-        a.name AS rule,
-        NULL AS problem,
-        a.requires,
-        a.score_name,
-        a.score_target,
-        a.score_better,
-        a.excludes_events,
-        a.window_days
-    FROM runs AS r
-    CROSS JOIN alternative_rules AS a
+        name AS rule,
+        false AS own_rule,
+        list_filter(
+            coalesce(requires, []),
+            lambda name, i: name IS NOT NULL AND list_position(requires, name) = i
+        ) AS requires,
+        score_name,
+        score_target,
+        score_better,
+        coalesce(excludes_events, ['revert', 'incident']) AS excludes_events,
+        coalesce(window_days, 14) AS window_days
+    FROM alternative_rules
+)
+SELECT
+    e.doc_id,
+    e.run_id,
+    e.ended_at,
+    t.rule,
+    CASE WHEN t.own_rule THEN e.problem END AS problem,
+    CASE WHEN t.own_rule THEN e.requires ELSE t.requires END AS requires,
+    CASE WHEN t.own_rule THEN e.score_name ELSE t.score_name END AS score_name,
+    CASE WHEN t.own_rule THEN e.score_target ELSE t.score_target END AS score_target,
+    CASE WHEN t.own_rule THEN e.score_better ELSE t.score_better END AS score_better,
+    CASE WHEN t.own_rule THEN e.excludes_events ELSE t.excludes_events END AS excludes_events,
+    CASE WHEN t.own_rule THEN e.window_days ELSE t.window_days END AS window_days,
+    e.verdicts,
+    e.scores,
+    e.events
+FROM effective AS e
+CROSS JOIN rule_table AS t;
+
+-- ---- sql/views/rule_parts.sql ----
+-- rule_parts: what each part of a (run, rule) pair says, and the events it counts (SEMANTICS §5–§6).
+--
+-- Purpose: one row per (run, rule), computed from that row alone (a
+--   projection of run_rules, so DuckDB streams it):
+--   parts lists one part per required verdict name (in rule order), then
+--   the score part when the rule has one. A verdict part is the latest
+--   verdict of its name (run_features.verdicts): state 2 pass, 0 fail, 1
+--   unknown (no verdict, or another word). The score part takes the latest
+--   numeric score of score_name: none is 1 (unknown); otherwise 2 (pass)
+--   when value <= target (better 'lower') or value >= target (otherwise),
+--   equal reaching the target, NaN never; else 0 (fail).
+--   late_events lists the excluded events the rule counts: an event signal
+--   (already not after as_of, run_features) whose name is in the rule's
+--   excludes_events (exact match; its value is ignored) counts when the run
+--   has no ended_at, or the event has no time, or observed_at - ended_at <=
+--   window_days days (no lower bound: an event before the run ended counts).
+--   Differences are taken in whole microseconds (epoch_us), never as
+--   INTERVALs, whose comparison equates 1 month with 30 days.
+-- Parameters: none (reads run_rules).
+-- Output columns:
+--   doc_id BIGINT, run_id VARCHAR, ended_at TIMESTAMPTZ, rule VARCHAR,
+--   problem VARCHAR, requires VARCHAR[], score_name VARCHAR,
+--   excludes_events VARCHAR[], window_days BIGINT   as in run_rules
+--   part_names VARCHAR[]   requires, then score_name when the rule has a score
+--   parts STRUCT(state TINYINT, tier_rank TINYINT, attempt_pos BIGINT)[]
+--                          one per part_names entry: state 0 fail, 1
+--                          unknown, 2 pass; the tier of the signal used
+--                          (NULL when none) and the position of the
+--                          attempt it names (NULL when it names no
+--                          attempt of the run)
+--   late_events STRUCT(sig_idx INTEGER, name VARCHAR, observed_at
+--     TIMESTAMPTZ, tier_rank TINYINT)[]  counted events, in run.signals order
+CREATE OR REPLACE VIEW rule_parts AS
+WITH scored AS (
+    SELECT
+        *,
+        scores[score_name] AS score_signal
+    FROM run_rules
 )
 SELECT
     doc_id,
@@ -562,169 +787,55 @@ SELECT
     ended_at,
     rule,
     problem,
-    CASE WHEN problem IS NULL THEN requires END AS requires,
-    CASE WHEN problem IS NULL THEN score_name END AS score_name,
-    CASE WHEN problem IS NULL THEN score_target END AS score_target,
-    CASE WHEN problem IS NULL THEN score_better END AS score_better,
-    CASE
-        WHEN problem IS NULL THEN coalesce(excludes_events, ['revert', 'incident'])
-    END AS excludes_events,
-    CASE WHEN problem IS NULL THEN coalesce(window_days, 14) END AS window_days
-FROM pairs;
-
--- ---- sql/views/rule_parts.sql ----
--- rule_parts: the parts of every (run, rule) pair and what each says (SEMANTICS §5).
---
--- Purpose: one row per required verdict name (duplicates counted once, at
---   their first place) and one row for the score part when the rule has one.
---   A verdict part takes the latest verdict of its name: 'pass', 'fail'
---   (reason failed:NAME) or NULL (no verdict or another word; reason
---   missing:NAME). The score part takes the latest numeric score of
---   score_name: none is NULL (missing:NAME); otherwise 'pass' when value <=
---   target (better 'lower') or value >= target (otherwise), equal reaching
---   the target, NaN never; else 'fail' (below_target:NAME, for either
---   direction). attempt_pos is the position (attempt_positions.pos) of the
---   attempt the deciding signal names, NULL when it names no attempt of the run.
--- Parameters: none (reads run_rules, latest_verdicts, latest_scores,
---   attempt_positions).
--- Output columns:
---   doc_id BIGINT, rule VARCHAR
---   part_idx BIGINT      order of the part: requires in rule order, then the score
---   part_kind VARCHAR    'verdict' | 'score'
---   name VARCHAR         the verdict or score name
---   state VARCHAR        'pass' | 'fail' | NULL (unknown)
---   reason VARCHAR       NULL when the part passes
---   tier_rank INTEGER    tier rank of the signal used (NULL when none)
---   at_attempt VARCHAR   the attempt the signal names, as written
---   attempt_pos BIGINT   its position among the run's attempts, or NULL
-CREATE OR REPLACE VIEW rule_parts AS
-WITH required AS (
-    SELECT doc_id, rule, name, min(i) AS part_idx
-    FROM (
-        SELECT
-            doc_id,
-            rule,
-            unnest(requires) AS name,
-            generate_subscripts(requires, 1) AS i
-        FROM run_rules
-        WHERE problem IS NULL
-    )
-    WHERE name IS NOT NULL
-    GROUP BY doc_id, rule, name
-),
-verdict_parts AS (
-    SELECT
-        q.doc_id,
-        q.rule,
-        CAST(q.part_idx AS BIGINT) AS part_idx,
-        'verdict' AS part_kind,
-        q.name,
-        v.state,
-        CASE
-            WHEN v.state = 'pass' THEN NULL
-            WHEN v.state = 'fail' THEN 'failed:' || q.name
-            ELSE 'missing:' || q.name
-        END AS reason,
-        v.tier_rank,
-        v.at_attempt
-    FROM required AS q
-    LEFT JOIN latest_verdicts AS v ON v.doc_id = q.doc_id AND v.name = q.name
-),
-score_parts AS (
-    SELECT
-        rr.doc_id,
-        rr.rule,
-        CAST(2147483647 AS BIGINT) AS part_idx,
-        'score' AS part_kind,
-        rr.score_name AS name,
-        CASE
-            WHEN s.value IS NULL THEN NULL
-            WHEN NOT isnan(s.value)
-                AND CASE
-                    WHEN rr.score_better = 'lower' THEN s.value <= rr.score_target
-                    ELSE s.value >= rr.score_target
-                END
-                THEN 'pass'
-            ELSE 'fail'
-        END AS state,
-        s.tier_rank,
-        s.at_attempt
-    FROM run_rules AS rr
-    LEFT JOIN latest_scores AS s ON s.doc_id = rr.doc_id AND s.name = rr.score_name
-    WHERE rr.problem IS NULL AND rr.score_name IS NOT NULL
-),
-parts AS (
-    SELECT doc_id, rule, part_idx, part_kind, name, state, reason, tier_rank, at_attempt
-    FROM verdict_parts
-    UNION ALL
-    SELECT
-        doc_id,
-        rule,
-        part_idx,
-        part_kind,
-        name,
-        state,
-        CASE
-            WHEN state = 'pass' THEN NULL
-            WHEN state = 'fail' THEN 'below_target:' || name
-            ELSE 'missing:' || name
-        END AS reason,
-        tier_rank,
-        at_attempt
-    FROM score_parts
-)
-SELECT
-    p.doc_id,
-    p.rule,
-    p.part_idx,
-    p.part_kind,
-    p.name,
-    p.state,
-    p.reason,
-    p.tier_rank,
-    p.at_attempt,
-    ap.pos AS attempt_pos
-FROM parts AS p
-LEFT JOIN attempt_positions AS ap ON ap.doc_id = p.doc_id AND ap.attempt_id = p.at_attempt;
-
--- ---- sql/views/rule_events.sql ----
--- rule_events: the excluded events each (run, rule) pair counts (SEMANTICS §6).
---
--- Purpose: a signal with kind 'event' whose name is in the rule's effective
---   excludes_events (exact match; its value is ignored) counts when it is
---   not observed after as_of, and the run has no ended_at, or the event has
---   no time, or observed_at - ended_at <= window_days days (no lower bound:
---   an event before the run ended counts). Differences are taken in whole
---   microseconds (epoch_us), never as INTERVALs, whose comparison equates
---   1 month with 30 days.
--- Parameters: getvariable('ocp_as_of') through ocp_as_of().
--- Output columns:
---   doc_id BIGINT, rule VARCHAR
---   sig_idx INTEGER       position of the event in run.signals
---   name VARCHAR          the event name (reason late:NAME)
---   tier_rank INTEGER     tier rank of the event
---   observed_at TIMESTAMPTZ
-CREATE OR REPLACE VIEW rule_events AS
-SELECT
-    rr.doc_id,
-    rr.rule,
-    s.sig_idx,
-    s.name,
-    ocp_tier_rank(s.tier) AS tier_rank,
-    s.observed_at
-FROM run_rules AS rr
-INNER JOIN signals AS s ON s.doc_id = rr.doc_id
-WHERE
-    rr.problem IS NULL
-    AND s.kind = 'event'
-    AND list_contains(rr.excludes_events, s.name)
-    AND (s.observed_at IS NULL OR s.observed_at <= ocp_as_of())
-    AND (
-        rr.ended_at IS NULL
-        OR s.observed_at IS NULL
-        OR CAST(epoch_us(s.observed_at) AS HUGEINT) - epoch_us(rr.ended_at)
-        <= CAST(rr.window_days AS HUGEINT) * 86400000000
-    );
+    requires,
+    score_name,
+    excludes_events,
+    window_days,
+    CASE WHEN score_name IS NULL THEN requires ELSE list_append(requires, score_name) END
+        AS part_names,
+    list_concat(
+        list_transform(
+            requires,
+            lambda name: coalesce(
+                verdicts[name],
+                {
+                    'state': CAST(1 AS TINYINT),
+                    'tier_rank': CAST(NULL AS TINYINT),
+                    'attempt_pos': CAST(NULL AS BIGINT)
+                }
+            )
+        ),
+        CASE WHEN score_name IS NOT NULL THEN [{
+            'state': CAST(
+                CASE
+                    WHEN score_signal.value IS NULL THEN 1
+                    WHEN NOT isnan(score_signal.value)
+                        AND CASE
+                            WHEN score_better = 'lower' THEN score_signal.value <= score_target
+                            ELSE score_signal.value >= score_target
+                        END
+                        THEN 2
+                    ELSE 0
+                END AS TINYINT
+            ),
+            'tier_rank': score_signal.tier_rank,
+            'attempt_pos': score_signal.attempt_pos
+        }] ELSE [] END
+    ) AS parts,
+    coalesce(
+        list_filter(
+            events,
+            lambda e: list_contains(excludes_events, e.name)
+            AND (
+                ended_at IS NULL
+                OR e.observed_at IS NULL
+                OR CAST(epoch_us(e.observed_at) AS HUGEINT) - epoch_us(ended_at)
+                <= CAST(window_days AS HUGEINT) * 86400000000
+            )
+        ),
+        []
+    ) AS late_events
+FROM scored;
 
 -- ---- sql/views/acceptance.sql ----
 -- acceptance: the outcome of every run under its recorded rule and every alternative rule.
@@ -745,6 +856,10 @@ WHERE
 --   attempt order; NULL when none names an attempt of the run.
 --   window_open: the rule is read, the run has an ended_at, the rule
 --   excludes at least one event name, and as_of < ended_at + window_days.
+--   Every column comes from the (run, rule) row of rule_parts alone (a
+--   projection: DuckDB streams it, and a query that does not read reasons,
+--   such as rates, never builds them). The outcome is the smallest part
+--   state (0 fail, 1 unknown, 2 pass) when the rule has parts.
 -- Parameters: getvariable('ocp_as_of') through ocp_as_of() (now when unset);
 --   the rows of alternative_rules.
 -- Output columns (the names and types of the Python engine):
@@ -760,81 +875,77 @@ WHERE
 --   window_open BOOLEAN             a late event can still turn the outcome
 --   as_of TIMESTAMPTZ               the instant events were judged at
 CREATE OR REPLACE VIEW acceptance AS
-WITH part_summary AS (
+WITH judged AS (
     SELECT
-        doc_id,
-        rule,
-        count(*) AS n_parts,
-        bool_or(coalesce(state = 'fail', false)) AS any_fail,
-        bool_and(coalesce(state = 'pass', false)) AS all_pass,
-        list(reason ORDER BY part_idx) FILTER (WHERE reason IS NOT NULL) AS part_reasons,
-        max(tier_rank) FILTER (WHERE state IS NOT NULL) AS used_rank,
-        max(attempt_pos) AS last_pos
-    FROM rule_parts
-    GROUP BY doc_id, rule
-),
-event_summary AS (
-    SELECT
-        doc_id,
-        rule,
-        list('late:' || name ORDER BY sig_idx) AS event_reasons,
-        max(tier_rank) AS event_rank
-    FROM rule_events
-    GROUP BY doc_id, rule
-),
-judged AS (
-    SELECT
-        rr.doc_id,
-        rr.run_id,
-        rr.rule,
-        rr.problem,
-        rr.ended_at,
-        rr.excludes_events,
-        rr.window_days,
-        p.part_reasons,
-        p.last_pos,
-        e.event_reasons,
+        *,
         CASE
-            WHEN rr.problem IS NOT NULL THEN 'unknown'
-            WHEN e.event_reasons IS NOT NULL THEN 'rejected'
-            WHEN coalesce(p.n_parts, 0) = 0 THEN 'unknown'
-            WHEN p.any_fail THEN 'rejected'
-            WHEN p.all_pass THEN 'accepted'
+            WHEN problem IS NOT NULL THEN 'unknown'
+            WHEN len(late_events) > 0 THEN 'rejected'
+            WHEN len(parts) = 0 THEN 'unknown'
+            WHEN list_min(list_transform(parts, lambda p: p.state)) = 0 THEN 'rejected'
+            WHEN list_min(list_transform(parts, lambda p: p.state)) = 2 THEN 'accepted'
             ELSE 'unknown'
         END AS outcome,
-        CASE WHEN rr.problem IS NULL THEN greatest(p.used_rank, e.event_rank) END AS tier_rank,
+        CASE WHEN problem IS NULL THEN greatest(
+            -- parts whose signal was used (passed or failed), counted events
+            list_max(list_transform(parts, lambda p: CASE WHEN p.state <> 1 THEN p.tier_rank END)),
+            list_max(list_transform(late_events, lambda e: e.tier_rank))
+        ) END AS tier_rank,
         ocp_as_of() AS as_of
-    FROM run_rules AS rr
-    LEFT JOIN part_summary AS p ON p.doc_id = rr.doc_id AND p.rule = rr.rule
-    LEFT JOIN event_summary AS e ON e.doc_id = rr.doc_id AND e.rule = rr.rule
+    FROM rule_parts
+),
+decided AS (
+    SELECT
+        *,
+        -- the deciding signal whose attempt comes last in attempt order
+        CASE WHEN outcome = 'accepted' THEN
+            list_max(list_transform(parts, lambda p: p.attempt_pos))
+        END AS attempt_pos
+    FROM judged
 )
 SELECT
-    j.run_id,
-    j.rule,
-    j.outcome,
+    d.run_id,
+    d.rule,
+    d.outcome,
     CAST(
         CASE
-            WHEN j.problem IS NOT NULL THEN [j.problem]
-            ELSE list_concat(coalesce(j.part_reasons, []), coalesce(j.event_reasons, []))
+            WHEN problem IS NOT NULL THEN [problem]
+            ELSE list_concat(
+                list_filter(
+                    list_transform(
+                        parts,
+                        lambda p, i: CASE p.state
+                            WHEN 2 THEN NULL
+                            WHEN 0 THEN CASE
+                                WHEN i > len(requires) THEN 'below_target:'
+                                ELSE 'failed:'
+                            END || part_names[i]
+                            ELSE 'missing:' || part_names[i]
+                        END
+                    ),
+                    lambda reason: reason IS NOT NULL
+                ),
+                list_transform(late_events, lambda e: 'late:' || e.name)
+            )
         END AS VARCHAR[]
     ) AS reasons,
-    ocp_tier_word(j.tier_rank) AS tier,
-    ocp_tier_q(j.tier_rank) AS q,
-    CASE WHEN j.outcome = 'accepted' THEN ap.attempt_id END AS accepted_attempt,
-    CAST(CASE WHEN j.outcome = 'accepted' THEN ap.pos END AS BIGINT) AS attempts_to_acceptance,
-    CAST(CASE WHEN j.outcome = 'accepted' THEN ap.n END AS BIGINT) AS accepted_attempt_n,
-    CAST(CASE WHEN j.outcome = 'accepted' THEN ap.round END AS BIGINT) AS accepted_round,
+    ocp_tier_word(tier_rank) AS tier,
+    ocp_tier_q(tier_rank) AS q,
+    ap.attempt_id AS accepted_attempt,
+    CAST(d.attempt_pos AS BIGINT) AS attempts_to_acceptance,
+    CAST(ap.n AS BIGINT) AS accepted_attempt_n,
+    CAST(ap.round AS BIGINT) AS accepted_round,
     coalesce(
-        j.problem IS NULL
-        AND j.ended_at IS NOT NULL
-        AND len(j.excludes_events) > 0
-        AND CAST(epoch_us(j.as_of) AS HUGEINT)
-        < epoch_us(j.ended_at) + CAST(j.window_days AS HUGEINT) * 86400000000,
+        problem IS NULL
+        AND ended_at IS NOT NULL
+        AND len(excludes_events) > 0
+        AND CAST(epoch_us(as_of) AS HUGEINT)
+        < epoch_us(ended_at) + CAST(window_days AS HUGEINT) * 86400000000,
         false
     ) AS window_open,
-    CAST(j.as_of AS TIMESTAMPTZ) AS as_of
-FROM judged AS j
-LEFT JOIN attempt_positions AS ap ON ap.doc_id = j.doc_id AND ap.pos = j.last_pos;
+    CAST(as_of AS TIMESTAMPTZ) AS as_of
+FROM decided AS d
+LEFT JOIN attempt_positions AS ap ON ap.doc_id = d.doc_id AND ap.pos = d.attempt_pos;
 
 -- ---- sql/views/rates.sql ----
 -- rates: acceptance rates per rule over all runs (SEMANTICS §10).

@@ -16,6 +16,10 @@
 --   attempt order; NULL when none names an attempt of the run.
 --   window_open: the rule is read, the run has an ended_at, the rule
 --   excludes at least one event name, and as_of < ended_at + window_days.
+--   Every column comes from the (run, rule) row of rule_parts alone (a
+--   projection: DuckDB streams it, and a query that does not read reasons,
+--   such as rates, never builds them). The outcome is the smallest part
+--   state (0 fail, 1 unknown, 2 pass) when the rule has parts.
 -- Parameters: getvariable('ocp_as_of') through ocp_as_of() (now when unset);
 --   the rows of alternative_rules.
 -- Output columns (the names and types of the Python engine):
@@ -31,78 +35,74 @@
 --   window_open BOOLEAN             a late event can still turn the outcome
 --   as_of TIMESTAMPTZ               the instant events were judged at
 CREATE OR REPLACE VIEW acceptance AS
-WITH part_summary AS (
+WITH judged AS (
     SELECT
-        doc_id,
-        rule,
-        count(*) AS n_parts,
-        bool_or(coalesce(state = 'fail', false)) AS any_fail,
-        bool_and(coalesce(state = 'pass', false)) AS all_pass,
-        list(reason ORDER BY part_idx) FILTER (WHERE reason IS NOT NULL) AS part_reasons,
-        max(tier_rank) FILTER (WHERE state IS NOT NULL) AS used_rank,
-        max(attempt_pos) AS last_pos
-    FROM rule_parts
-    GROUP BY doc_id, rule
-),
-event_summary AS (
-    SELECT
-        doc_id,
-        rule,
-        list('late:' || name ORDER BY sig_idx) AS event_reasons,
-        max(tier_rank) AS event_rank
-    FROM rule_events
-    GROUP BY doc_id, rule
-),
-judged AS (
-    SELECT
-        rr.doc_id,
-        rr.run_id,
-        rr.rule,
-        rr.problem,
-        rr.ended_at,
-        rr.excludes_events,
-        rr.window_days,
-        p.part_reasons,
-        p.last_pos,
-        e.event_reasons,
+        *,
         CASE
-            WHEN rr.problem IS NOT NULL THEN 'unknown'
-            WHEN e.event_reasons IS NOT NULL THEN 'rejected'
-            WHEN coalesce(p.n_parts, 0) = 0 THEN 'unknown'
-            WHEN p.any_fail THEN 'rejected'
-            WHEN p.all_pass THEN 'accepted'
+            WHEN problem IS NOT NULL THEN 'unknown'
+            WHEN len(late_events) > 0 THEN 'rejected'
+            WHEN len(parts) = 0 THEN 'unknown'
+            WHEN list_min(list_transform(parts, lambda p: p.state)) = 0 THEN 'rejected'
+            WHEN list_min(list_transform(parts, lambda p: p.state)) = 2 THEN 'accepted'
             ELSE 'unknown'
         END AS outcome,
-        CASE WHEN rr.problem IS NULL THEN greatest(p.used_rank, e.event_rank) END AS tier_rank,
+        CASE WHEN problem IS NULL THEN greatest(
+            -- parts whose signal was used (passed or failed), counted events
+            list_max(list_transform(parts, lambda p: CASE WHEN p.state <> 1 THEN p.tier_rank END)),
+            list_max(list_transform(late_events, lambda e: e.tier_rank))
+        ) END AS tier_rank,
         ocp_as_of() AS as_of
-    FROM run_rules AS rr
-    LEFT JOIN part_summary AS p ON p.doc_id = rr.doc_id AND p.rule = rr.rule
-    LEFT JOIN event_summary AS e ON e.doc_id = rr.doc_id AND e.rule = rr.rule
+    FROM rule_parts
+),
+decided AS (
+    SELECT
+        *,
+        -- the deciding signal whose attempt comes last in attempt order
+        CASE WHEN outcome = 'accepted' THEN
+            list_max(list_transform(parts, lambda p: p.attempt_pos))
+        END AS attempt_pos
+    FROM judged
 )
 SELECT
-    j.run_id,
-    j.rule,
-    j.outcome,
+    d.run_id,
+    d.rule,
+    d.outcome,
     CAST(
         CASE
-            WHEN j.problem IS NOT NULL THEN [j.problem]
-            ELSE list_concat(coalesce(j.part_reasons, []), coalesce(j.event_reasons, []))
+            WHEN problem IS NOT NULL THEN [problem]
+            ELSE list_concat(
+                list_filter(
+                    list_transform(
+                        parts,
+                        lambda p, i: CASE p.state
+                            WHEN 2 THEN NULL
+                            WHEN 0 THEN CASE
+                                WHEN i > len(requires) THEN 'below_target:'
+                                ELSE 'failed:'
+                            END || part_names[i]
+                            ELSE 'missing:' || part_names[i]
+                        END
+                    ),
+                    lambda reason: reason IS NOT NULL
+                ),
+                list_transform(late_events, lambda e: 'late:' || e.name)
+            )
         END AS VARCHAR[]
     ) AS reasons,
-    ocp_tier_word(j.tier_rank) AS tier,
-    ocp_tier_q(j.tier_rank) AS q,
-    CASE WHEN j.outcome = 'accepted' THEN ap.attempt_id END AS accepted_attempt,
-    CAST(CASE WHEN j.outcome = 'accepted' THEN ap.pos END AS BIGINT) AS attempts_to_acceptance,
-    CAST(CASE WHEN j.outcome = 'accepted' THEN ap.n END AS BIGINT) AS accepted_attempt_n,
-    CAST(CASE WHEN j.outcome = 'accepted' THEN ap.round END AS BIGINT) AS accepted_round,
+    ocp_tier_word(tier_rank) AS tier,
+    ocp_tier_q(tier_rank) AS q,
+    ap.attempt_id AS accepted_attempt,
+    CAST(d.attempt_pos AS BIGINT) AS attempts_to_acceptance,
+    CAST(ap.n AS BIGINT) AS accepted_attempt_n,
+    CAST(ap.round AS BIGINT) AS accepted_round,
     coalesce(
-        j.problem IS NULL
-        AND j.ended_at IS NOT NULL
-        AND len(j.excludes_events) > 0
-        AND CAST(epoch_us(j.as_of) AS HUGEINT)
-        < epoch_us(j.ended_at) + CAST(j.window_days AS HUGEINT) * 86400000000,
+        problem IS NULL
+        AND ended_at IS NOT NULL
+        AND len(excludes_events) > 0
+        AND CAST(epoch_us(as_of) AS HUGEINT)
+        < epoch_us(ended_at) + CAST(window_days AS HUGEINT) * 86400000000,
         false
     ) AS window_open,
-    CAST(j.as_of AS TIMESTAMPTZ) AS as_of
-FROM judged AS j
-LEFT JOIN attempt_positions AS ap ON ap.doc_id = j.doc_id AND ap.pos = j.last_pos;
+    CAST(as_of AS TIMESTAMPTZ) AS as_of
+FROM decided AS d
+LEFT JOIN attempt_positions AS ap ON ap.doc_id = d.doc_id AND ap.pos = d.attempt_pos;

@@ -1,0 +1,95 @@
+-- run_features: one row per run with every signal a rule can read (SEMANTICS §4–§8).
+--
+-- Purpose: the per-run feature step, done once whatever the number of
+--   rules (the engine's feature table): the latest verdict and the latest
+--   numeric score of every name, each with the attempt it names placed in
+--   attempt order, and the run's excluded-event candidates. Rules are then
+--   evaluated row by row on this table (run_rules, rule_parts, acceptance),
+--   never against the signals again. The verdicts and scores of a run are
+--   gathered by one aggregate, after one join to attempt_positions.
+--   events holds the event signals not observed after as_of (§6: those
+--   never count for any rule), sorted by sig_idx; which of them a rule
+--   counts depends on its excludes_events and window (rule_parts).
+-- Parameters: getvariable('ocp_as_of') through ocp_as_of().
+-- Output columns:
+--   doc_id BIGINT, run_id VARCHAR, ended_at TIMESTAMPTZ
+--   verdicts MAP(VARCHAR, STRUCT(state TINYINT, tier_rank TINYINT,
+--     attempt_pos BIGINT))
+--       name -> the latest verdict: state 0 fail, 1 unknown, 2 pass; its
+--       tier; the position of the attempt it names (attempt_positions.pos;
+--       NULL when it names no attempt of the run). NULL: no verdict.
+--       (Three small fields: each field of a list costs memory per run.)
+--   scores MAP(VARCHAR, STRUCT(value DOUBLE, tier_rank TINYINT,
+--     attempt_pos BIGINT))
+--       name -> the latest numeric score, the same way. NULL: no score.
+--   events STRUCT(sig_idx INTEGER, name VARCHAR, observed_at TIMESTAMPTZ,
+--     tier_rank TINYINT)[]  NULL when the run has none
+CREATE OR REPLACE VIEW run_features AS
+WITH latest AS (
+    SELECT doc_id, name, state, NULL AS value, tier_rank, at_attempt
+    FROM latest_verdicts
+    UNION ALL
+    SELECT doc_id, name, NULL AS state, value, tier_rank, at_attempt
+    FROM latest_scores
+),
+placed AS (
+    SELECT
+        l.doc_id,
+        l.name,
+        l.state IS NOT NULL AS is_verdict,
+        l.state,
+        l.value,
+        l.tier_rank,
+        ap.pos AS attempt_pos
+    FROM latest AS l
+    LEFT JOIN attempt_positions AS ap ON ap.doc_id = l.doc_id AND ap.attempt_id = l.at_attempt
+    WHERE l.name IS NOT NULL
+),
+signals_by_run AS (
+    SELECT
+        doc_id,
+        map_from_entries(
+            list({
+                'key': name,
+                'value': {
+                    'state': state,
+                    'tier_rank': tier_rank,
+                    'attempt_pos': attempt_pos
+                }
+            }) FILTER (WHERE is_verdict)
+        ) AS verdicts,
+        map_from_entries(
+            list({
+                'key': name,
+                'value': {
+                    'value': value,
+                    'tier_rank': tier_rank,
+                    'attempt_pos': attempt_pos
+                }
+            }) FILTER (WHERE NOT is_verdict)
+        ) AS scores
+    FROM placed
+    GROUP BY doc_id
+),
+events AS (
+    SELECT
+        doc_id,
+        list_sort(
+            list({
+                'sig_idx': sig_idx,
+                'name': name,
+                'observed_at': observed_at,
+                'tier_rank': CAST(ocp_tier_rank(tier) AS TINYINT)
+            })
+        ) AS events
+    FROM signals
+    WHERE
+        kind = 'event'
+        AND name IS NOT NULL
+        AND (observed_at IS NULL OR observed_at <= ocp_as_of())
+    GROUP BY doc_id
+)
+SELECT r.doc_id, r.run_id, r.ended_at, s.verdicts, s.scores, e.events
+FROM runs AS r
+LEFT JOIN signals_by_run AS s ON s.doc_id = r.doc_id
+LEFT JOIN events AS e ON e.doc_id = r.doc_id;
