@@ -537,8 +537,45 @@ def _read_stream(
     _number_problems(problems, last + 1)
 
 
+_BOUNDARY = re.compile(rb"[}\]][ \t\r\n]*[{\[]")
+
+
 def _emit(ch: _Chunker, line: int, data: bytes, cut: bool) -> Iterator[Chunk]:
-    """Add one complete-looking value; an array gives its elements."""
+    """Add one complete-looking value; values back to back (``}{``) are split."""
+    if _BOUNDARY.search(_STRING.sub(b"", data) if b'"' in data else data):
+        pieces = _split_values(data)
+        if len(pieces) > 1:
+            for offset, piece in pieces:
+                yield from _emit_value(ch, line + offset, piece, cut and piece is pieces[-1][1])
+            return
+    yield from _emit_value(ch, line, data, cut)
+
+
+def _split_values(data: bytes) -> list[tuple[int, bytes]]:
+    """JSON values written back to back: (lines after the first, text) each.
+
+    What cannot be read as a value is the last piece, as it is.
+    """
+    import json
+
+    text = data.decode("utf-8", "surrogateescape")
+    dec = json.JSONDecoder()
+    ws = re.compile(r"[ \t\r\n]*")
+    out: list[tuple[int, bytes]] = []
+    pos = 0
+    while pos < len(text):
+        try:
+            _, end = dec.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            end = len(text)
+        piece = text[pos:end].encode("utf-8", "surrogateescape")
+        out.append((text.count("\n", 0, pos), piece))
+        pos = ws.match(text, end).end()  # type: ignore[union-attr]
+    return out
+
+
+def _emit_value(ch: _Chunker, line: int, data: bytes, cut: bool) -> Iterator[Chunk]:
+    """Add one value; an array gives its elements."""
     items = None
     if data[:1] == b"[":
         try:

@@ -68,3 +68,34 @@ def test_sigkill_mid_ingest_then_rerun_completes(tmp_path: Path) -> None:
     }
     assert on_disk <= listed
     assert killed_before_end, "the ingest finished before it could be killed; raise n"
+
+
+KILL_IN_CREATE = """
+import os, signal, sys
+import ocp_analytics as oa
+from ocp_analytics import dataset as D
+
+real, calls = D.write_parquet_atomic, []
+
+def write_then_die(table, path):
+    calls.append(path)
+    if len(calls) == 3:  # the third empty schema file of the new folder
+        os.kill(os.getpid(), signal.SIGKILL)
+    real(table, path)
+
+D.write_parquet_atomic = write_then_die
+oa.ingest(sys.argv[1], sys.argv[2])
+"""
+
+
+def test_issue9_sigkill_while_the_dataset_folder_is_created_then_rerun_completes(
+    tmp_path: Path,
+) -> None:
+    src = Path(__file__).parent / "data" / "examples" / "v0.3"
+    ds = tmp_path / "ds"
+    proc = subprocess.run([sys.executable, "-c", KILL_IN_CREATE, str(src), str(ds)])
+    assert proc.returncode == -signal.SIGKILL
+    assert ds.is_dir() and not oa.dataset.is_dataset(ds)
+    summary = oa.ingest(src, ds)
+    assert (summary.runs_new, summary.reconciles) == (7, True)
+    assert oa.scan_dataset(ds).runs.collect().height == 7

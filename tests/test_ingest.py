@@ -320,3 +320,56 @@ def test_cli_strict_exit_code(tmp_path: Path) -> None:
     assert out.returncode == 3
     assert "quarantined 1" in out.stdout
     assert "not_json 1" in out.stdout
+
+
+def test_issue9_empty_source_folder_is_a_noop(tmp_path: Path) -> None:
+    (tmp_path / "drop").mkdir()
+    s = oa.ingest(tmp_path / "drop", tmp_path / "ds")
+    assert (s.sources, s.documents_read, s.batches, s.reconciles) == ([], 0, [], True)
+    assert str(s).splitlines()[1] == "sources: 0 (no document file found; nothing to do)"
+    assert oa.scan_dataset(tmp_path / "ds").runs.collect().height == 0
+    out = subprocess.run(
+        [sys.executable, "-m", "ocp_analytics.cli", "ingest", str(tmp_path / "drop"), "-o"]
+        + [str(tmp_path / "ds"), "-q"],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr
+
+
+def test_issue9_reingest_is_keyed_on_content_and_resolved_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shutil.copy(EXAMPLES / "v0.3" / "solo.ocp.json", tmp_path / "a.json")
+    monkeypatch.chdir(tmp_path)
+    first = oa.ingest("a.json", "ds")
+    assert first.runs_new == 1
+    for spelling in ("./a.json", str(tmp_path / "a.json"), "../" + tmp_path.name + "/a.json"):
+        again = oa.ingest(spelling, "ds")
+        assert [s.skipped for s in again.sources] == [True], spelling
+    manifest = oa.scan_dataset("ds").manifest
+    assert manifest.select("path", "resolved").rows() == [("a.json", str(tmp_path / "a.json"))]
+
+
+def test_issue9_stdin_pretty_printed_documents(tmp_path: Path) -> None:
+    docs = [json.loads(p.read_text()) for p in sorted((EXAMPLES / "v0.3").glob("*.json"))[:3]]
+    text = "".join(json.dumps(d, indent=2) + "\n" for d in docs)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ocp_analytics.cli",
+            "ingest",
+            "-",
+            "-q",
+            "-o",
+            str(tmp_path / "ds"),
+        ],
+        input=text,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "documents read: 3 = runs written 3" in out.stdout
+    runs = oa.scan_dataset(tmp_path / "ds").runs.collect().sort("source_line")
+    assert runs.select("source_path", "source_line").rows()[0] == ("-", 1)
