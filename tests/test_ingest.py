@@ -328,9 +328,9 @@ def test_issue9_empty_source_folder_is_a_noop(tmp_path: Path) -> None:
     assert (s.sources, s.documents_read, s.batches, s.reconciles) == ([], 0, [], True)
     assert str(s).splitlines()[1] == "sources: 0 (no document file found; nothing to do)"
     assert oa.scan_dataset(tmp_path / "ds").runs.collect().height == 0
+    drop, ds = str(tmp_path / "drop"), str(tmp_path / "ds")
     out = subprocess.run(
-        [sys.executable, "-m", "ocp_analytics.cli", "ingest", str(tmp_path / "drop"), "-o"]
-        + [str(tmp_path / "ds"), "-q"],
+        [sys.executable, "-m", "ocp_analytics.cli", "ingest", drop, "-o", ds, "-q"],
         capture_output=True,
         text=True,
     )
