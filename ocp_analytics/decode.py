@@ -268,20 +268,29 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
 
 
-def _parse(text: str) -> Any:
-    """orjson, or the standard reader for what orjson refuses but JSON allows.
+def first_wins(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose repeated member names keep their first value (as polars reads them)."""
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        out.setdefault(k, v)
+    return out
 
-    orjson refuses lone surrogate escapes, surrogates (bytes that were not
-    UTF-8) and numbers beyond a 64-bit float; the standard reader takes them
-    and :class:`_Unicode` reports them.
+
+def parse_json(text: str) -> Any:
+    """Parse one JSON text the way the fast path reads it, refusing nothing JSON allows.
+
+    The standard reader, so that lone surrogate escapes, surrogates (bytes
+    that were not UTF-8) and numbers beyond a 64-bit float are read (and
+    :class:`_Unicode` reports them), and a repeated member name keeps its
+    first value, as polars and DuckDB do (orjson keeps the last). ``NaN`` and
+    ``Infinity`` are not JSON. Errors are orjson's (their wording tells a cut
+    text from a malformed one).
     """
     try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError as exc:
-        try:
-            return json.loads(text, parse_constant=_no_constant)
-        except (ValueError, RecursionError):
-            raise exc from None
+        return json.loads(text, object_pairs_hook=first_wins, parse_constant=_no_constant)
+    except (ValueError, RecursionError):
+        orjson.loads(text)  # raises with orjson's message
+        raise
 
 
 # Fields whose defect makes the document unreadable rather than a finding.
@@ -299,8 +308,8 @@ def sanitize(
     escapes).
     """
     try:
-        parsed = _parse(text)
-    except (orjson.JSONDecodeError, RecursionError) as exc:
+        parsed = parse_json(text)
+    except (ValueError, RecursionError) as exc:
         code = _not_json_code(text, exc, unterminated)
         note = " (the text also holds bytes that are not UTF-8)" if invalid_utf8 else ""
         return None, [], Rejected(pos, code, f"not valid JSON{note}: {exc}")

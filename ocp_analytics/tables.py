@@ -9,7 +9,6 @@ null, never guessed; documents that are not readable runs become rows of
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +17,7 @@ import polars as pl
 import pyarrow as pa
 
 from ocp_analytics import schemas as S
-from ocp_analytics.decode import Decoded, json_type, member_path
+from ocp_analytics.decode import Decoded, json_type, member_path, parse_json
 from ocp_analytics.rules import rule_row
 
 TS_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})?$"
@@ -388,13 +387,21 @@ _RULE_DTYPES: dict[str, Any] = {
 
 
 def _load_member(text: str | None) -> Any:
-    """A member's JSON text (from DuckDB) as Python (orjson, else the standard reader)."""
+    """A member's JSON text (compact, from DuckDB) as Python.
+
+    orjson when its compact output gives the text back (then no member name
+    repeats); else the slow reader, whose repeated names keep their first
+    value as everywhere else.
+    """
     if text is None:
         return None
     try:
-        return orjson.loads(text)
+        value = orjson.loads(text)
+        if orjson.dumps(value) == text.encode():
+            return value
     except orjson.JSONDecodeError:
-        return json.loads(text)
+        pass
+    return parse_json(text)
 
 
 def _side_members(docs: pl.DataFrame) -> pl.DataFrame:

@@ -125,3 +125,22 @@ def test_issue9_null_element_on_the_slow_path_is_one_finding() -> None:
             "expected an object, found boolean; the field is read as null",
         ),
     ]
+
+
+def test_issue9_repeated_member_name_keeps_its_first_value_on_both_paths() -> None:
+    """polars and DuckDB keep the first value, orjson the last: the slow path follows polars."""
+    fast = '{"ocp": "0.3", "run": {"id": "r1", "title": "first", "title": "second"}}'
+    slow = fast.replace('"r1"', '"r1", "note": "\\ud800"')
+    assert _title(fast) == ["first"]
+    assert _title(slow) == ["first"]
+
+
+def test_issue9_repeated_label_keeps_its_first_value() -> None:
+    from ocp_analytics import read_documents
+
+    doc = '{"ocp": "0.3", "run": {"id": "r1", "labels": {"team": "a", "team": "b", "x": "y"}}}'
+    slow = doc.replace('"x": "y"', '"x": "\\ud800"')  # the bad label is reported and left out
+    got = [
+        read_documents([t])["runs"].collect().get_column("labels").to_list() for t in (doc, slow)
+    ]
+    assert got == [[{"team": "a", "x": "y"}], [{"team": "a"}]]
