@@ -106,11 +106,46 @@ def sql_rates(data: Path, work: Path, rules: Path | None) -> int:
     return int(con.sql("SELECT * FROM rates").to_arrow_table().num_rows)
 
 
+def accept_all(data: Path, work: Path, rules: Path | None) -> int:
+    """``accept --format parquet``: the recorded rules and every alternative rule, written."""
+    import ocp_analytics as oa
+
+    out = work / "acceptance-all.parquet"
+    rows = oa.write_acceptance(work / "ds", out, _alt(rules), recorded=True, as_of=AS_OF)
+    out.unlink()
+    return rows
+
+
+def sql_copy(data: Path, work: Path, rules: Path | None) -> int:
+    """``COPY (SELECT * FROM acceptance) TO '….parquet'``: every (run, rule) row, as issue #17."""
+    from ocp_analytics.sql import connect
+
+    con = connect(work / "ds", rules=_alt(rules), as_of=AS_OF)
+    out = work / "acceptance-copy.parquet"
+    quoted = str(out).replace("'", "''")
+    con.execute(f"COPY (SELECT * FROM acceptance) TO '{quoted}' (FORMAT parquet)")
+    rows = int(
+        con.sql("SELECT count(*) FROM read_parquet($p)", params={"p": str(out)}).fetchall()[0][0]
+    )
+    out.unlink()
+    return rows
+
+
+def sql_rates_label(data: Path, work: Path, rules: Path | None) -> int:
+    """``sql/queries/rates_by_label.sql`` by label team: the twin of the ``rates`` figure."""
+    from ocp_analytics.sql import connect, sql_files
+
+    con = connect(work / "ds", rules=_alt(rules), as_of=AS_OF)
+    con.execute("SET VARIABLE ocp_label = 'team'")
+    query = (sql_files() / "queries" / "rates_by_label.sql").read_text()
+    return int(con.sql(query).to_arrow_table().num_rows)
+
+
 def reference(data: Path, work: Path, rules: Path | None) -> int:
     """The per-document reference evaluator over the first REFERENCE_DOCS documents."""
     import tomllib
 
-    from ocp_analytics.acceptance import resolve_as_of
+    from ocp_analytics.timeaxis import resolve_as_of
     from tests import reference as ref
 
     rule_list = tomllib.loads(rules.read_text())["rule"] if rules else []
@@ -137,6 +172,9 @@ FIGURES = {
     "report": report,
     "sql_accept": sql_accept,
     "sql_rates": sql_rates,
+    "accept_all": accept_all,
+    "sql_copy": sql_copy,
+    "sql_rates_label": sql_rates_label,
     "reference": reference,
 }
 

@@ -1,7 +1,14 @@
 """ocp-analytics: columnar analytics for OCP run documents."""
 
-from ocp_analytics.acceptance import acceptance, write_acceptance
+from ocp_analytics.api import (
+    acceptance,
+    attempts_distribution,
+    compare,
+    rates,
+    write_acceptance,
+)
 from ocp_analytics.dataset import Dataset, scan_dataset
+from ocp_analytics.evaluate import evaluate_slice
 from ocp_analytics.exceptions import (
     DatasetError,
     MissingExtraError,
@@ -11,10 +18,11 @@ from ocp_analytics.exceptions import (
     StrictIngestError,
 )
 from ocp_analytics.ingest import IngestSummary, ingest, read_documents
-from ocp_analytics.rates import compare, label, rates
+from ocp_analytics.rates import label
 from ocp_analytics.report import report
 from ocp_analytics.rules import Rule, ScoreTarget, read_rules_file
 from ocp_analytics.sql import connect, run_query
+from ocp_analytics.timeaxis import resolve_window
 
 __version__ = "0.1.0"
 
@@ -31,14 +39,17 @@ __all__ = [
     "StrictIngestError",
     "__version__",
     "acceptance",
+    "attempts_distribution",
     "compare",
     "connect",
+    "evaluate_slice",
     "ingest",
     "label",
     "rates",
     "read_documents",
     "read_rules_file",
     "report",
+    "resolve_window",
     "run_query",
     "scan_dataset",
     "write_acceptance",

@@ -277,7 +277,7 @@ def _no_rule_message(path: Path) -> str:
 
 
 def _as_of(as_of: str | None) -> datetime:
-    from ocp_analytics.acceptance import resolve_as_of
+    from ocp_analytics.timeaxis import resolve_as_of
 
     try:
         return resolve_as_of(as_of)
@@ -447,7 +447,7 @@ def accept(
       ocp-analytics accept runs.dataset --rules team-bars.toml -o acceptance.parquet
       ocp-analytics accept runs.dataset --as-of 2026-12-01T00:00:00Z -f csv -o acc.csv
     """
-    from ocp_analytics.acceptance import acceptance, write_acceptance
+    from ocp_analytics.api import acceptance, write_acceptance
 
     try:
         fmt = output_format(format, out)
@@ -527,7 +527,7 @@ def rates(
       ocp-analytics rates runs.dataset --min-tier verified        # verified-only rate
       ocp-analytics rates runs.dataset --rule tests+review -o rates.csv
     """
-    from ocp_analytics.rates import rates as run_rates
+    from ocp_analytics.api import rates as run_rates
 
     try:
         fmt = output_format(format, out)
@@ -592,7 +592,7 @@ def compare(
       ocp-analytics compare runs.dataset --rule tests --rule tests+review -o cmp.json
       ocp-analytics compare runs.dataset --rules a.toml --rules b.toml -f csv -o cmp.csv
     """
-    from ocp_analytics.rates import compare as run_compare
+    from ocp_analytics.api import compare as run_compare
 
     try:
         fmt = output_format(format, out)

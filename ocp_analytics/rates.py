@@ -1,28 +1,44 @@
-"""Rates by group and rule, and rule-versus-rule comparisons (SEMANTICS §10).
+"""Rates and rule-versus-rule flips over decisions (SEMANTICS §10); pure.
 
-LazyFrame in, LazyFrame out; only the CLI collects.
+Everything here adds up across slices of runs: per slice, *partials*
+(counts per group and rule, a histogram of attempts to acceptance, flip
+counts per rule pair); once, a *combine* that turns the summed partials into
+rates. The sinks at the end collect partials for the evaluation loop.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from datetime import datetime
 
 import polars as pl
 
-from ocp_analytics.acceptance import (
-    SLICE_RUNS,
-    TIER_RANK,
-    evaluate,
-    resolve_as_of,
-    slices,
-)
 from ocp_analytics.exceptions import OcpAnalyticsError, hint
-from ocp_analytics.rules import RECORDED, resolve_rules
+from ocp_analytics.features import TIER_RANK
+from ocp_analytics.schemas import OUTCOME_TIERS
 
 Z95 = 1.959963984540054
 LABEL_PREFIX = "label."
+ATT = "attempts_to_acceptance"
+COUNTS = ("runs", "accepted", "rejected", "unknown", "provisional", "first_node_attempt")
+TIER_COUNTS = tuple(f"tier_{t}" for t in OUTCOME_TIERS)
+RATE_COLUMNS = (
+    "runs",
+    "accepted",
+    "rejected",
+    "unknown",
+    "accept_rate",
+    "ci_low",
+    "ci_high",
+    "decided_share",
+    "attempts_mean",
+    "attempts_median",
+    "first_attempt_share",
+    "first_node_attempt_share",
+    "provisional",
+    *TIER_COUNTS,
+    "as_of",
+)
 
 
 def label(key: str) -> pl.Expr:
@@ -30,7 +46,6 @@ def label(key: str) -> pl.Expr:
 
     Examples
     --------
-    >>> import polars as pl
     >>> df = pl.DataFrame({"labels": [[{"key": "team", "value": "a"}], []]},
     ...                   schema={"labels": pl.Map(pl.String, pl.String)})
     >>> df.select(label("team")).to_series().to_list()
@@ -40,37 +55,46 @@ def label(key: str) -> pl.Expr:
 
 
 def wilson(successes: pl.Expr, n: pl.Expr, z: float = Z95) -> tuple[pl.Expr, pl.Expr]:
-    """Lower and upper bounds of the Wilson score interval (null when n = 0)."""
+    """Lower and upper bounds of the 95 % Wilson score interval, in [0, 1] (null when n = 0).
+
+    Examples
+    --------
+    >>> lo, hi = wilson(pl.lit(14), pl.lit(14))
+    >>> [round(v, 4) for v in pl.select(lo.alias("lo"), hi.alias("hi")).row(0)]
+    [0.7847, 1.0]
+    """
     nn = n.cast(pl.Float64)
     p = successes.cast(pl.Float64) / nn
     denom = 1 + z * z / nn
     centre = (p + z * z / (2 * nn)) / denom
     half = z * ((p * (1 - p) / nn + z * z / (4 * nn * nn)).sqrt()) / denom
     ok = n > 0
-    return pl.when(ok).then(centre - half), pl.when(ok).then(centre + half)
+    return (
+        pl.when(ok).then((centre - half).clip(0.0, 1.0)),
+        pl.when(ok).then((centre + half).clip(0.0, 1.0)),
+    )
 
 
-def _group_exprs(by: Sequence[str], runs_schema: pl.Schema) -> list[pl.Expr]:
+def group_exprs(by: Sequence[str], runs_schema: pl.Schema) -> list[pl.Expr]:
+    """Expressions over ``runs`` for group names: a runs column, or ``label.KEY``."""
     exprs = []
     for col in by:
-        if col.startswith(LABEL_PREFIX):
+        if col.startswith(LABEL_PREFIX) and len(col) > len(LABEL_PREFIX):
             exprs.append(label(col[len(LABEL_PREFIX) :]))
-        elif col in runs_schema:
+        elif col in runs_schema and col != "labels":
             exprs.append(pl.col(col))
         else:
+            columns = ", ".join(sorted(c for c in runs_schema if c != "labels"))
             raise OcpAnalyticsError(
                 hint(
                     f"cannot group by {col!r}: it is not a column of runs.",
-                    f"use a runs column ({', '.join(sorted(runs_schema))}) or label.KEY.",
+                    f"use a runs column ({columns}) or label.KEY.",
                 )
             )
     return exprs
 
 
-_ATT = "attempts_to_acceptance"
-
-
-def _partials(
+def partials(
     acc: pl.LazyFrame, keys: Sequence[str], min_tier: str | None
 ) -> tuple[pl.LazyFrame, pl.LazyFrame]:
     """Counts per (keys, rule), and the histogram of attempts to acceptance.
@@ -79,12 +103,12 @@ def _partials(
     exact (the median comes from the histogram).
     """
     outcome = pl.col("outcome")
+    rank = pl.col("tier").replace_strict(TIER_RANK, return_dtype=pl.Int8)
     if min_tier is not None:
-        limit = TIER_RANK[min_tier]
-        strong = pl.col("tier").replace_strict(TIER_RANK, return_dtype=pl.Int8) <= limit
-        outcome = pl.when(strong).then(outcome).otherwise(pl.lit("unknown"))
+        outcome = pl.when(rank <= TIER_RANK[min_tier]).then(outcome).otherwise(pl.lit("unknown"))
     acc = acc.with_columns(outcome.alias("_o"))
     accepted = pl.col("_o") == "accepted"
+    decided = accepted | (pl.col("_o") == "rejected")
     group = [*keys, "rule"]
     counts = acc.group_by(group).agg(
         pl.len().cast(pl.Int64).alias("runs"),
@@ -92,35 +116,49 @@ def _partials(
         (pl.col("_o") == "rejected").sum().cast(pl.Int64).alias("rejected"),
         (pl.col("_o") == "unknown").sum().cast(pl.Int64).alias("unknown"),
         (accepted & pl.col("window_open")).sum().cast(pl.Int64).alias("provisional"),
+        (accepted & (pl.col("accepted_attempt_n") == 1))
+        .sum()
+        .cast(pl.Int64)
+        .alias("first_node_attempt"),
+        *(
+            (decided & (pl.col("tier") == t)).sum().cast(pl.Int64).alias(f"tier_{t}")
+            for t in OUTCOME_TIERS
+        ),
         pl.col("as_of").first(),
     )
     hist = (
-        acc.filter(accepted & pl.col(_ATT).is_not_null())
-        .group_by(*group, _ATT)
+        acc.filter(accepted & pl.col(ATT).is_not_null())
+        .group_by(*group, ATT)
         .agg(pl.len().cast(pl.Int64).alias("count"))
     )
     return counts, hist
 
 
-def _combine(counts: pl.LazyFrame, hist: pl.LazyFrame, keys: Sequence[str]) -> pl.LazyFrame:
-    """Rates from (possibly many slices' worth of) counts and histograms."""
+def combine(counts: pl.LazyFrame, hist: pl.LazyFrame, keys: Sequence[str]) -> pl.LazyFrame:
+    """Rates from (possibly many slices' worth of) counts and histograms.
+
+    ``first_attempt_share``: among accepted runs whose attempt at acceptance
+    is known, the share accepted at the first attempt of the whole run;
+    ``first_node_attempt_share``: the share accepted at their node's first
+    attempt (``accepted_attempt_n == 1``), over the same runs.
+    """
     group = [*keys, "rule"]
     counts = counts.group_by(group).agg(
-        pl.col("runs", "accepted", "rejected", "unknown", "provisional").sum(),
-        pl.col("as_of").first(),
+        pl.col(*COUNTS, *TIER_COUNTS).sum(), pl.col("as_of").first()
     )
-    hist = hist.group_by(*group, _ATT).agg(pl.col("count").sum())
-    att, count = pl.col(_ATT).sort_by(_ATT), pl.col("count").sort_by(_ATT)
+    hist = hist.group_by(*group, ATT).agg(pl.col("count").sum())
+    att, count = pl.col(ATT).sort_by(ATT), pl.col("count").sort_by(ATT)
     total, cum = pl.col("count").sum(), count.cum_sum()
 
     def middle(position: pl.Expr) -> pl.Expr:
         return att.filter(cum >= position).first()
 
     stats = hist.group_by(group).agg(
-        ((pl.col(_ATT) * pl.col("count")).sum() / total).alias("attempts_mean"),
+        ((pl.col(ATT) * pl.col("count")).sum() / total).alias("attempts_mean"),
         # the middle value(s) of the sorted attempts: positions ⌈t/2⌉ and ⌊t/2⌋ + 1
         ((middle((total + 1) // 2) + middle(total // 2 + 1)) / 2).alias("attempts_median"),
-        (pl.col("count").filter(pl.col(_ATT) == 1).sum() / total).alias("first_attempt_share"),
+        (pl.col("count").filter(pl.col(ATT) == 1).sum() / total).alias("first_attempt_share"),
+        total.alias("_placed"),
     )
     decided = pl.col("accepted") + pl.col("rejected")
     lo, hi = wilson(pl.col("accepted"), decided)
@@ -131,24 +169,9 @@ def _combine(counts: pl.LazyFrame, hist: pl.LazyFrame, keys: Sequence[str]) -> p
             lo.alias("ci_low"),
             hi.alias("ci_high"),
             (decided / pl.col("runs")).alias("decided_share"),
+            (pl.col("first_node_attempt") / pl.col("_placed")).alias("first_node_attempt_share"),
         )
-        .select(
-            *keys,
-            "rule",
-            "runs",
-            "accepted",
-            "rejected",
-            "unknown",
-            "accept_rate",
-            "ci_low",
-            "ci_high",
-            "decided_share",
-            "attempts_mean",
-            "attempts_median",
-            "first_attempt_share",
-            "provisional",
-            "as_of",
-        )
+        .select(*keys, "rule", *RATE_COLUMNS)
         .sort(group, nulls_last=True)
     )
 
@@ -157,55 +180,48 @@ def rates_from(
     acc: pl.LazyFrame, by: Sequence[str] = (), min_tier: str | None = None
 ) -> pl.LazyFrame:
     """Aggregate acceptance rows (with group columns ``by``) into rates."""
-    return _combine(*_partials(acc, by, min_tier), by)
+    return combine(*partials(acc, by, min_tier), by)
 
 
-def _sliced(
-    dataset: object,
-    rules: object,
-    cols: list[str],
-    min_tier: str | None,
-    as_of: datetime | str | None,
-    recorded: bool,
-    slice_runs: int,
-    sample: int | None = None,
-) -> tuple[pl.LazyFrame, pl.LazyFrame | None]:
-    """Rates (and, given ``sample``, flips), evaluating a slice of runs at a time."""
-    alt = resolve_rules(rules)  # type: ignore[arg-type]
-    when = resolve_as_of(as_of)
-    names = ([RECORDED] if recorded else []) + [r.name for r in alt]
-    keys = [f"_g{i}" for i in range(len(cols))]
-    counts, hists, flips = [], [], []
-    for frames in slices(dataset, slice_runs):
-        exprs = _group_exprs(cols, frames["runs"].collect_schema())
-        carry = [e.alias(k) for e, k in zip(exprs, keys, strict=True)]
-        if sample is not None:
-            carry.append(pl.col("doc_id").alias("_doc"))
-        acc = evaluate(frames, alt, when, recorded=recorded, carry=carry)
-        needed = ["rule", "outcome", "tier", "window_open", _ATT, "as_of", *keys]
-        lean = acc.select(needed)
-        if sample is not None:
-            held = acc.select("run_id", "_doc", *needed).collect()
-            if held.height:
-                flips.append(_flip_counts(held, names, sample))
-            lean = held.lazy()
-        c, h = pl.collect_all(_partials(lean, keys, min_tier))
-        counts.append(c)
-        hists.append(h)
-    out = _combine(pl.concat(counts).lazy(), pl.concat(hists).lazy(), keys)
-    out = out.rename(dict(zip(keys, cols, strict=True)))
-    if sample is None:
-        return out, None
-    return out, _combine_flips(flips, sample)
+def distribution(hist: pl.LazyFrame, keys: Sequence[str]) -> pl.LazyFrame:
+    """Accepted runs by the attempt at which they were accepted, with shares.
+
+    Returns ``*keys, rule, attempts_to_acceptance, accepted, share,
+    cumulative_share`` (share of the accepted runs whose attempt is known).
+    """
+    group = [*keys, "rule"]
+    total = pl.col("accepted").sum().over(group)
+    return (
+        hist.group_by(*group, ATT)
+        .agg(pl.col("count").sum().alias("accepted"))
+        .sort(*group, ATT, nulls_last=True)
+        .with_columns(
+            (pl.col("accepted") / total).alias("share"),
+            (pl.col("accepted").cum_sum().over(group) / total).alias("cumulative_share"),
+        )
+    )
 
 
-def _flip_counts(acc: pl.DataFrame, names: list[str], sample: int) -> pl.DataFrame:
+# --- flips ----------------------------------------------------------------------
+
+FLIP_SCHEMA = pl.Schema(
+    {
+        "rule_a": pl.String(),
+        "rule_b": pl.String(),
+        "runs_compared": pl.UInt32(),
+        "flips": pl.UInt32(),
+        "sample_run_ids": pl.List(pl.String()),
+    }
+)
+
+
+def flip_counts(acc: pl.DataFrame, names: list[str], sample: int) -> pl.DataFrame:
     """Per ordered rule pair: runs, flips and the first run ids flipped, for one slice.
 
-    One row per run document (``_doc``, its ``doc_id``) and one column of
-    accepted flags per rule (rules are numbered, so no name can clash with
-    ``run_id``), then a sum and a ``bottom_k`` per pair: no runs × rules²
-    join.
+    ``acc`` has ``_doc`` (the run's ``doc_id``), ``run_id``, ``rule`` and
+    ``outcome``. One row per run document and one column of accepted flags
+    per rule (rules are numbered, so no name can clash with ``run_id``),
+    then a sum and a ``bottom_k`` per pair: no runs × rules² join.
     """
     number = {n: f"r{i}" for i, n in enumerate(names)}
     wide = acc.select(
@@ -234,24 +250,14 @@ def _flip_counts(acc: pl.DataFrame, names: list[str], sample: int) -> pl.DataFra
             "flips": [row[f"f{k}"] for k in range(len(pairs))],
             "sample_run_ids": [row[f"s{k}"] for k in range(len(pairs))],
         },
-        schema=_FLIP_SCHEMA,
+        schema=FLIP_SCHEMA,
     )
 
 
-_FLIP_SCHEMA = pl.Schema(
-    {
-        "rule_a": pl.String(),
-        "rule_b": pl.String(),
-        "runs_compared": pl.UInt32(),
-        "flips": pl.UInt32(),
-        "sample_run_ids": pl.List(pl.String()),
-    }
-)
-
-
-def _combine_flips(parts: list[pl.DataFrame], sample: int) -> pl.LazyFrame:
+def combine_flips(parts: list[pl.DataFrame], sample: int) -> pl.LazyFrame:
+    """Flip counts of every slice, summed; the first ``sample`` run ids of each pair."""
     if not parts:
-        return pl.LazyFrame(schema=_FLIP_SCHEMA)
+        return pl.LazyFrame(schema=FLIP_SCHEMA)
     return (
         pl.concat(parts)
         .lazy()
@@ -266,55 +272,6 @@ def _combine_flips(parts: list[pl.DataFrame], sample: int) -> pl.LazyFrame:
         )
         .sort("rule_a", "rule_b")
     )
-
-
-def rates(
-    dataset: object,
-    rules: object = None,
-    *,
-    by: Sequence[str] | str = (),
-    min_tier: str | None = None,
-    as_of: datetime | str | None = None,
-    recorded: bool = True,
-    slice_runs: int = SLICE_RUNS,
-) -> pl.LazyFrame:
-    """Acceptance rates per group and rule (SEMANTICS §10).
-
-    Parameters
-    ----------
-    dataset, rules, as_of, recorded
-        As for :func:`~ocp_analytics.acceptance`.
-    by
-        Group columns: any ``runs`` column, or ``label.KEY`` for a label.
-    min_tier
-        Count an outcome as decided only when its tier is at least this strong
-        (``verified``, ``reported``, ``heuristic``, ``asserted``).
-    slice_runs
-        Runs evaluated at a time: memory is bounded by it, not by the
-        dataset's size (see :func:`~ocp_analytics.acceptance.slices`).
-
-    Returns
-    -------
-    polars.LazyFrame
-        ``*by, rule, runs, accepted, rejected, unknown, accept_rate, ci_low,
-        ci_high, decided_share, attempts_mean, attempts_median,
-        first_attempt_share, provisional, as_of``.
-
-    Examples
-    --------
-    >>> import ocp_analytics as oa, tempfile
-    >>> ds = tempfile.mkdtemp() + "/ds"
-    >>> _ = oa.ingest("tests/data/examples/v0.3", ds)
-    >>> r = oa.rates(ds, "tests+review", as_of="2027-01-01T00:00:00Z").collect()
-    >>> r.select("rule", "runs", "accepted", "unknown").rows()
-    [('recorded', 7, 7, 0), ('tests+review', 7, 4, 3)]
-    """
-    if min_tier is not None and min_tier not in TIER_RANK:
-        raise OcpAnalyticsError(
-            hint(f"unknown tier {min_tier!r}.", f"use one of {', '.join(TIER_RANK)}.")
-        )
-    cols = [by] if isinstance(by, str) else list(by)
-    return _sliced(dataset, rules, cols, min_tier, as_of, recorded, slice_runs)[0]
 
 
 def flips_from(acc: pl.LazyFrame, sample: int = 5) -> pl.LazyFrame:
@@ -342,58 +299,77 @@ def flips_from(acc: pl.LazyFrame, sample: int = 5) -> pl.LazyFrame:
     )
 
 
-def compare(
-    dataset: object,
-    rules: object,
-    *,
-    by: Sequence[str] | str = (),
-    as_of: datetime | str | None = None,
-    sample: int = 5,
-    recorded: bool = True,
-    slice_runs: int = SLICE_RUNS,
-) -> tuple[pl.LazyFrame, pl.LazyFrame]:
-    """Teams' bars side by side: a rate matrix and rule-versus-rule flips.
-
-    Returns ``(matrix, flips)``: ``matrix`` has one row per group and a column
-    per rule (``accept_rate`` formatted with its interval is left to the
-    caller; the numeric columns are ``<rule>``, ``<rule>__low``,
-    ``<rule>__high``), ``flips`` is what :func:`flips_from` gives over the
-    same rows, computed a slice of ``slice_runs`` runs at a time.
-
-    Examples
-    --------
-    >>> import ocp_analytics as oa, tempfile
-    >>> ds = tempfile.mkdtemp() + "/ds"
-    >>> _ = oa.ingest("tests/data/examples/v0.3", ds)
-    >>> m, f = oa.compare(ds, ["tests", "tests+review"], as_of="2027-01-01T00:00:00Z")
-    >>> f.filter(rule_a="tests", rule_b="tests+review").collect()["flips"].item()
-    3
-    """
-    cols = [by] if isinstance(by, str) else list(by)
-    rated, flips = _sliced(dataset, rules, cols, None, as_of, recorded, slice_runs, sample)
-    assert flips is not None
-    long = rated.collect()
-    names = long.get_column("rule").unique(maintain_order=True).to_list()
-    keys = cols or ["_all"]
-    long = long.with_columns(pl.lit("all").alias("_all")) if not cols else long
-    matrix = long.pivot(
-        on="rule",
-        index=keys,
-        values=["accept_rate", "ci_low", "ci_high"],
-        aggregate_function="first",
-    )
-    ren = {}
-    for n in names:
-        ren[f"accept_rate_{n}"] = n
-        ren[f"ci_low_{n}"] = f"{n}__low"
-        ren[f"ci_high_{n}"] = f"{n}__high"
-    matrix = matrix.rename({k: v for k, v in ren.items() if k in matrix.columns})
-    ordered = [c for n in names for c in (n, f"{n}__low", f"{n}__high") if c in matrix.columns]
-    return matrix.select(*keys, *ordered).lazy(), flips
-
-
 def format_rate(rate: float | None, low: float | None, high: float | None) -> str:
     """``"72.4% [68.1–76.3]"``, or ``"–"`` when undecided."""
     if rate is None or (isinstance(rate, float) and math.isnan(rate)):
         return "–"
     return f"{100 * rate:.1f}% [{100 * (low or 0):.1f}–{100 * (high or 0):.1f}]"
+
+
+# --- sinks for the evaluation loop ------------------------------------------------
+
+
+class RatePartials:
+    """Collects rate partials (counts and attempt histograms) slice by slice."""
+
+    columns = ("rule", "outcome", "tier", "window_open", ATT, "accepted_attempt_n", "as_of")
+
+    def __init__(self, keys: Sequence[str], min_tier: str | None) -> None:
+        self.keys = list(keys)
+        self.min_tier = min_tier
+        self.counts: list[pl.DataFrame] = []
+        self.hists: list[pl.DataFrame] = []
+
+    def add(self, decisions: pl.DataFrame) -> None:
+        """Take one frame of decisions (with the group columns ``keys``)."""
+        c, h = pl.collect_all(partials(decisions.lazy(), self.keys, self.min_tier))
+        self.counts.append(c)
+        self.hists.append(h)
+
+    def _concat(self, frames: list[pl.DataFrame], empty: pl.DataFrame) -> pl.LazyFrame:
+        return pl.concat(frames).lazy() if frames else empty.lazy()
+
+    def rates(self, empty: pl.DataFrame) -> pl.LazyFrame:
+        """The combined rates; ``empty`` gives the schema when no slice had rows."""
+        counts, hists = self._pair(empty)
+        return combine(counts, hists, self.keys)
+
+    def distribution(self, empty: pl.DataFrame) -> pl.LazyFrame:
+        """Accepted runs by attempt at acceptance (see :func:`distribution`)."""
+        return distribution(self._pair(empty)[1], self.keys)
+
+    def _pair(self, empty: pl.DataFrame) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+        if self.counts:
+            return pl.concat(self.counts).lazy(), pl.concat(self.hists).lazy()
+        c, h = pl.collect_all(partials(empty.lazy(), self.keys, self.min_tier))
+        return c.lazy(), h.lazy()
+
+
+class FlipPartials:
+    """Collects flip counts per rule pair, one run document at a time per slice.
+
+    A slice's rules arrive one frame at a time; the frames of a slice are
+    held until the slice's last rule (``len(names)`` frames), then counted.
+    """
+
+    columns = ("run_id", "rule", "outcome")
+
+    def __init__(self, names: list[str], sample: int, doc: str = "_doc") -> None:
+        self.names = names
+        self.sample = sample
+        self.doc = doc
+        self.held: list[pl.DataFrame] = []
+        self.parts: list[pl.DataFrame] = []
+
+    def add(self, decisions: pl.DataFrame) -> None:
+        """Take one rule's decisions of a slice (with the document column ``_doc``)."""
+        self.held.append(decisions.select(self.doc, "run_id", "rule", "outcome"))
+        if len(self.held) == len(self.names):
+            acc = pl.concat(self.held)
+            self.held = []
+            if acc.height:
+                self.parts.append(flip_counts(acc, self.names, self.sample))
+
+    def flips(self) -> pl.LazyFrame:
+        """The summed flips of every slice."""
+        return combine_flips(self.parts, self.sample)

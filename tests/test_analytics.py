@@ -19,9 +19,9 @@ from polars.testing import assert_frame_equal
 from typer.testing import CliRunner
 
 import ocp_analytics as oa
-from ocp_analytics.acceptance import _frames, doc_ranges
 from ocp_analytics.cli import app
-from ocp_analytics.rates import _group_exprs, flips_from, rates_from
+from ocp_analytics.evaluate import doc_ranges, open_tables
+from ocp_analytics.rates import flips_from, group_exprs, rates_from
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # benchmarks/ is not an installed package
@@ -55,10 +55,10 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 def _unsliced_rates(ds: Path, rules: Path, by: list[str], min_tier: str | None) -> pl.DataFrame:
     """Rates from every acceptance row at once, groups joined on run_id."""
-    frames = _frames(ds)
+    frames = open_tables(ds)[0]
     acc = oa.acceptance(frames, rules, as_of=AS_OF)
     if by:
-        groups = _group_exprs(by, frames["runs"].collect_schema())
+        groups = group_exprs(by, frames["runs"].collect_schema())
         acc = acc.join(frames["runs"].select("run_id", *groups), on="run_id", how="left")
     return rates_from(acc, by, min_tier).collect()
 
@@ -143,13 +143,14 @@ def test_compare_with_a_run_id_twice_in_memory() -> None:
 
 
 def test_bad_slice_size_and_carry_names_are_refused(generated: tuple[Path, Path]) -> None:
-    from ocp_analytics.acceptance import evaluate_parts, resolve_as_of
+    from ocp_analytics.acceptance import decide
+    from ocp_analytics.timeaxis import resolve_as_of
 
     ds, _ = generated
     with pytest.raises(oa.OcpAnalyticsError, match="slice_runs"):
         oa.rates(ds, slice_runs=0)
     with pytest.raises(ValueError, match="leading '_'"):
-        evaluate_parts(_frames(ds), [], resolve_as_of(AS_OF), carry=[pl.lit(1).alias("valid")])
+        decide(open_tables(ds)[0], [], resolve_as_of(AS_OF), carry=[pl.lit(1).alias("valid")])
 
 
 def test_rates_by_unknown_column_says_what_to_use(generated: tuple[Path, Path]) -> None:
@@ -166,6 +167,7 @@ def test_rates_median_and_shares_from_histogram() -> None:
             "tier": ["verified"] * 6,
             "window_open": [False, True, False, False, False, False],
             "attempts_to_acceptance": [1, 4, 2, 1, None, None],
+            "accepted_attempt_n": [1, 2, 1, 1, None, None],
             "as_of": [None] * 6,
         },
         schema_overrides={"as_of": pl.Datetime("us", "UTC")},
@@ -175,6 +177,7 @@ def test_rates_median_and_shares_from_histogram() -> None:
     assert row["attempts_median"] == 1.5  # (1, 1, 2, 4): middle two are 1 and 2
     assert row["attempts_mean"] == 2.0
     assert row["first_attempt_share"] == 0.5
+    assert row["first_node_attempt_share"] == 0.75  # attempt 2 of run 3 is its node's first
 
 
 # --- command line ------------------------------------------------------------------

@@ -307,7 +307,7 @@ def test_empty_dataset_has_columns(tmp_path: Path) -> None:
         ("runs", 27),
         ("quarantine", 8),
         ("acceptance", 12),
-        ("rates", 14),
+        ("rates", 19),
     ]:
         rel = con.sql(f"SELECT * FROM {view}")
         assert len(rel.columns) == columns

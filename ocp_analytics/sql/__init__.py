@@ -26,10 +26,10 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from ocp_analytics.acceptance import resolve_as_of
 from ocp_analytics.dataset import open_existing
 from ocp_analytics.exceptions import OcpAnalyticsError, hint
 from ocp_analytics.rules import Rule, resolve_rules
+from ocp_analytics.timeaxis import resolve_as_of
 
 # The statements of sql/setup.sql, in the order they run: later files use
 # the variables, macros and views of earlier ones.

@@ -17,8 +17,9 @@
 --   the ocp_by columns (names and types of runs, in the column order of
 --   runs whatever the order of ocp_by), then rule, runs, accepted,
 --   rejected, unknown, accept_rate, ci_low, ci_high, decided_share,
---   attempts_mean, attempts_median, first_attempt_share, provisional,
---   as_of as in the rates view.
+--   attempts_mean, attempts_median, first_attempt_share,
+--   first_node_attempt_share, provisional, tier_verified, tier_reported,
+--   tier_heuristic, tier_asserted, as_of as in the rates view.
 WITH checked AS (
     -- stops the query with a clear message when ocp_min_tier is not a tier
     -- (an unknown or missing ocp_by column is refused by DuckDB's binder)
@@ -44,6 +45,8 @@ judged AS (
             ELSE 'unknown'
         END AS _outcome,
         acceptance.attempts_to_acceptance AS _attempts,
+        acceptance.accepted_attempt_n AS _attempt_n,
+        acceptance.tier AS _tier,
         acceptance.window_open AS _window_open,
         acceptance.as_of AS _as_of
     FROM acceptance
@@ -69,6 +72,17 @@ counts AS (
         quantile_cont(_attempts, 0.5) FILTER (WHERE _outcome = 'accepted') AS attempts_median,
         count(_attempts) FILTER (WHERE _outcome = 'accepted') AS _with_attempts,
         count(*) FILTER (WHERE _outcome = 'accepted' AND _attempts = 1) AS _at_first,
+        count(*) FILTER (
+            WHERE _outcome = 'accepted' AND _attempts IS NOT NULL AND _attempt_n = 1
+        ) AS _at_first_of_node,
+        count(*) FILTER (WHERE _outcome IN ('accepted', 'rejected') AND _tier = 'verified')
+            AS tier_verified,
+        count(*) FILTER (WHERE _outcome IN ('accepted', 'rejected') AND _tier = 'reported')
+            AS tier_reported,
+        count(*) FILTER (WHERE _outcome IN ('accepted', 'rejected') AND _tier = 'heuristic')
+            AS tier_heuristic,
+        count(*) FILTER (WHERE _outcome IN ('accepted', 'rejected') AND _tier = 'asserted')
+            AS tier_asserted,
         any_value(_as_of) AS as_of
     FROM judged
     INNER JOIN grouping_columns ON grouping_columns._group_run_id = judged._run_id
@@ -92,7 +106,14 @@ SELECT
     CASE
         WHEN _with_attempts > 0 THEN CAST(_at_first AS DOUBLE) / _with_attempts
     END AS first_attempt_share,
+    CASE
+        WHEN _with_attempts > 0 THEN CAST(_at_first_of_node AS DOUBLE) / _with_attempts
+    END AS first_node_attempt_share,
     provisional,
+    tier_verified,
+    tier_reported,
+    tier_heuristic,
+    tier_asserted,
     as_of
 FROM counts
 ORDER BY ALL NULLS LAST;

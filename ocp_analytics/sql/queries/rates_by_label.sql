@@ -12,7 +12,8 @@
 --   label_value VARCHAR   the run's value of that label
 --   then rule, runs, accepted, rejected, unknown, accept_rate, ci_low,
 --   ci_high, decided_share, attempts_mean, attempts_median,
---   first_attempt_share, provisional, as_of as in the rates view.
+--   first_attempt_share, first_node_attempt_share, provisional, tier_verified,
+--   tier_reported, tier_heuristic, tier_asserted, as_of as in the rates view.
 WITH checked AS (
     -- stops the query with a clear message when a parameter is wrong
     SELECT
@@ -46,6 +47,8 @@ judged AS (
             ELSE 'unknown'
         END AS outcome,
         acceptance.attempts_to_acceptance,
+        acceptance.accepted_attempt_n,
+        acceptance.tier,
         acceptance.window_open,
         acceptance.as_of
     FROM acceptance
@@ -68,6 +71,18 @@ counts AS (
             AS attempts_median,
         count(attempts_to_acceptance) FILTER (WHERE outcome = 'accepted') AS with_attempts,
         count(*) FILTER (WHERE outcome = 'accepted' AND attempts_to_acceptance = 1) AS at_first,
+        count(*) FILTER (
+            WHERE outcome = 'accepted' AND attempts_to_acceptance IS NOT NULL
+            AND accepted_attempt_n = 1
+        ) AS at_first_of_node,
+        count(*) FILTER (WHERE outcome IN ('accepted', 'rejected') AND tier = 'verified')
+            AS tier_verified,
+        count(*) FILTER (WHERE outcome IN ('accepted', 'rejected') AND tier = 'reported')
+            AS tier_reported,
+        count(*) FILTER (WHERE outcome IN ('accepted', 'rejected') AND tier = 'heuristic')
+            AS tier_heuristic,
+        count(*) FILTER (WHERE outcome IN ('accepted', 'rejected') AND tier = 'asserted')
+            AS tier_asserted,
         any_value(as_of) AS as_of
     FROM judged
     GROUP BY label_key, label_value, rule
@@ -91,7 +106,14 @@ SELECT
     CASE
         WHEN with_attempts > 0 THEN CAST(at_first AS DOUBLE) / with_attempts
     END AS first_attempt_share,
+    CASE
+        WHEN with_attempts > 0 THEN CAST(at_first_of_node AS DOUBLE) / with_attempts
+    END AS first_node_attempt_share,
     provisional,
+    tier_verified,
+    tier_reported,
+    tier_heuristic,
+    tier_asserted,
     as_of
 FROM counts
 ORDER BY label_value NULLS LAST, rule NULLS LAST;

@@ -15,7 +15,11 @@
 --                               the two middle values, as polars' median)
 --   first_attempt_share DOUBLE  share of accepted runs with attempts_to_acceptance = 1
 --                               among those with a known value; NULL when none
+--   first_node_attempt_share DOUBLE  share of those accepted at their node's first
+--                               attempt (accepted_attempt_n = 1)
 --   provisional BIGINT          accepted runs whose window is still open
+--   tier_verified, tier_reported, tier_heuristic, tier_asserted BIGINT
+--                               decided runs (accepted or rejected) by evidence tier
 --   as_of TIMESTAMPTZ
 CREATE OR REPLACE VIEW rates AS
 WITH counts AS (
@@ -31,6 +35,18 @@ WITH counts AS (
             AS attempts_median,
         count(attempts_to_acceptance) FILTER (WHERE outcome = 'accepted') AS with_attempts,
         count(*) FILTER (WHERE outcome = 'accepted' AND attempts_to_acceptance = 1) AS at_first,
+        count(*) FILTER (
+            WHERE outcome = 'accepted' AND attempts_to_acceptance IS NOT NULL
+            AND accepted_attempt_n = 1
+        ) AS at_first_of_node,
+        count(*) FILTER (WHERE outcome IN ('accepted', 'rejected') AND tier = 'verified')
+            AS tier_verified,
+        count(*) FILTER (WHERE outcome IN ('accepted', 'rejected') AND tier = 'reported')
+            AS tier_reported,
+        count(*) FILTER (WHERE outcome IN ('accepted', 'rejected') AND tier = 'heuristic')
+            AS tier_heuristic,
+        count(*) FILTER (WHERE outcome IN ('accepted', 'rejected') AND tier = 'asserted')
+            AS tier_asserted,
         any_value(as_of) AS as_of
     FROM acceptance
     GROUP BY rule
@@ -52,7 +68,14 @@ SELECT
     CASE
         WHEN with_attempts > 0 THEN CAST(at_first AS DOUBLE) / with_attempts
     END AS first_attempt_share,
+    CASE
+        WHEN with_attempts > 0 THEN CAST(at_first_of_node AS DOUBLE) / with_attempts
+    END AS first_node_attempt_share,
     provisional,
+    tier_verified,
+    tier_reported,
+    tier_heuristic,
+    tier_asserted,
     as_of
 FROM counts
 ORDER BY rule NULLS LAST;

@@ -1,0 +1,469 @@
+"""The public evaluation API: acceptance, rates, comparisons, over any dataset size.
+
+Each function reads its arguments (rules, ``as_of``, the time window, the
+groups), then runs the one evaluation loop (:func:`ocp_analytics.evaluate.run`)
+with the sinks it needs.
+"""
+
+from __future__ import annotations
+
+import uuid
+import warnings
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+
+import polars as pl
+
+from ocp_analytics.acceptance import OUTPUT_SCHEMA
+from ocp_analytics.evaluate import SLICE_RUNS, run
+from ocp_analytics.exceptions import OcpAnalyticsError, hint
+from ocp_analytics.rates import (
+    LABEL_PREFIX,
+    FlipPartials,
+    RatePartials,
+    group_exprs,
+)
+from ocp_analytics.rules import RECORDED, Rule, resolve_rules
+from ocp_analytics.schemas import ACCEPTANCE
+from ocp_analytics.timeaxis import check_period, period_start, resolve_as_of, resolve_window
+
+When = datetime | str | None
+
+__all__ = ["acceptance", "attempts_distribution", "compare", "rates", "write_acceptance"]
+
+
+class _Collect:
+    """Keeps every decision frame (for :func:`acceptance`)."""
+
+    columns = tuple(OUTPUT_SCHEMA)
+
+    def __init__(self) -> None:
+        self.frames: list[pl.DataFrame] = []
+
+    def add(self, decisions: pl.DataFrame) -> None:
+        self.frames.append(decisions)
+
+
+class _Writer:
+    """Appends decisions to one Parquet file (atomically renamed at the end)."""
+
+    columns = tuple(OUTPUT_SCHEMA)
+
+    def __init__(self, writer: object, schema: object) -> None:
+        self.writer = writer
+        self.schema = schema
+        self.rows = 0
+
+    def add(self, decisions: pl.DataFrame) -> None:
+        import pyarrow as pa
+
+        table = decisions.to_arrow()
+        batches = pa.Table.from_batches(table.to_batches(), schema=self.schema)
+        self.writer.write_table(batches)  # type: ignore[attr-defined]
+        self.rows += table.num_rows
+
+
+def acceptance(
+    dataset: object,
+    rules: object = None,
+    *,
+    as_of: When = None,
+    recorded: bool = True,
+    since: When = None,
+    until: When = None,
+) -> pl.LazyFrame:
+    """Acceptance of every run, under its recorded rule and alternative rules.
+
+    Parameters
+    ----------
+    dataset
+        A dataset path, a :class:`~ocp_analytics.Dataset`, or a dict of
+        LazyFrames with ``runs``, ``signals``, ``attempts`` and ``rules``.
+    rules
+        Alternative rules: :class:`~ocp_analytics.Rule` objects, short forms
+        (``"tests+review"``, ``"runtime_s<=3600"``), a rules file path, or a
+        list of these.
+    as_of
+        The instant events are judged at (now, UTC, by default). Written into
+        every row as the ``as_of`` column.
+    recorded
+        Include each run's own rule (``rule = "recorded"``).
+    since, until
+        Only runs whose time (``ended_at``, else ``started_at``) falls in
+        ``[since, until)``: instants, or durations before ``as_of`` (``7d``).
+
+    Returns
+    -------
+    polars.LazyFrame
+        One row per (run, rule): ``run_id, rule, outcome, reasons, tier, q,
+        accepted_attempt, attempts_to_acceptance, accepted_attempt_n,
+        accepted_round, window_open, as_of``. The evaluation runs when this
+        is called (a slice of runs at a time); the rows are held in memory,
+        so for very large datasets write them with :func:`write_acceptance`.
+
+    Examples
+    --------
+    >>> import ocp_analytics as oa, tempfile
+    >>> ds = tempfile.mkdtemp() + "/ds"
+    >>> _ = oa.ingest("tests/data/examples/v0.3/full-fields.ocp.json", ds)
+    >>> row = oa.acceptance(ds, as_of="2027-01-01T00:00:00Z").collect().row(0, named=True)
+    >>> row["outcome"], row["tier"], row["accepted_attempt"], row["attempts_to_acceptance"]
+    ('accepted', 'reported', 'review.a2', 4)
+    """
+    alt, when = resolve_rules(rules), resolve_as_of(as_of)  # type: ignore[arg-type]
+    lo, hi = resolve_window(since, until, when)
+    sink = _Collect()
+    run(dataset, alt, when, [sink], recorded=recorded, since=lo, until=hi, slice_runs=1 << 62)
+    if not sink.frames:
+        return pl.LazyFrame(schema=OUTPUT_SCHEMA)
+    return pl.concat(sink.frames).lazy()
+
+
+def write_acceptance(
+    dataset: object,
+    out: str | Path,
+    rules: object = None,
+    *,
+    as_of: When = None,
+    recorded: bool = True,
+    since: When = None,
+    until: When = None,
+    slice_runs: int = SLICE_RUNS,
+    progress: Callable[[int, int], None] | None = None,
+) -> int:
+    """Write acceptance rows to one Parquet file, a slice of runs at a time.
+
+    Memory is bounded by ``slice_runs`` whatever the dataset's size: one
+    rule's rows for one slice are held at a time, and rows are written in
+    that order (slice, then rule; not sorted by run). ``as_of`` is also
+    written into the file's metadata (``ocp_analytics.as_of``). The file
+    appears atomically (written to a temporary name, then renamed).
+
+    Parameters
+    ----------
+    dataset, rules, as_of, recorded, since, until
+        As for :func:`acceptance`.
+    out
+        The Parquet file to write.
+    slice_runs
+        Runs evaluated at a time.
+    progress
+        Called with (slices done, slices in all) after each slice.
+
+    Returns
+    -------
+    int
+        Rows written.
+
+    Examples
+    --------
+    >>> import ocp_analytics as oa, tempfile
+    >>> tmp = tempfile.mkdtemp()
+    >>> _ = oa.ingest("tests/data/examples/v0.3", tmp + "/ds")
+    >>> oa.write_acceptance(tmp + "/ds", tmp + "/acc.parquet", "tests", as_of="2027-01-01")
+    14
+    """
+    import pyarrow.parquet as pq
+
+    alt, when = resolve_rules(rules), resolve_as_of(as_of)  # type: ignore[arg-type]
+    lo, hi = resolve_window(since, until, when)
+    target = Path(out)
+    if not target.parent.is_dir():
+        raise OcpAnalyticsError(
+            hint(f"the folder {str(target.parent)!r} does not exist.", "create it first.")
+        )
+    tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
+    schema = ACCEPTANCE.with_metadata({b"ocp_analytics.as_of": when.isoformat().encode()})
+    try:
+        with pq.ParquetWriter(tmp, schema) as writer:
+            sink = _Writer(writer, schema)
+            run(
+                dataset,
+                alt,
+                when,
+                [sink],
+                recorded=recorded,
+                since=lo,
+                until=hi,
+                slice_runs=slice_runs,
+                progress=progress,
+            )
+        tmp.replace(target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return sink.rows
+
+
+def _groups(by: Sequence[str] | str, period: str | None) -> tuple[list[str], list[str]]:
+    """Output names of the group columns (``period`` first) and their carried names."""
+    cols = [by] if isinstance(by, str) else list(by)
+    names = (["period"] if check_period(period) else []) + cols
+    if len(set(names)) != len(names):
+        raise OcpAnalyticsError(hint(f"a group is named twice in {names}.", "name each once."))
+    return names, [f"_g{i}" for i in range(len(names))]
+
+
+def _carry(
+    by: Sequence[str] | str, period: str | None
+) -> tuple[list[str], list[str], Callable[[pl.Schema], list[pl.Expr]]]:
+    names, keys = _groups(by, period)
+    cols = names[1:] if period else names
+
+    def carry(schema: pl.Schema) -> list[pl.Expr]:
+        exprs = ([period_start(period)] if period else []) + group_exprs(cols, schema)
+        return [e.alias(k) for e, k in zip(exprs, keys, strict=True)]
+
+    return names, keys, carry
+
+
+def _warn_missing_labels(out: pl.DataFrame, names: Sequence[str]) -> None:
+    for name in names:
+        if name.startswith(LABEL_PREFIX) and out.height and out[name].null_count() == out.height:
+            warnings.warn(
+                f"no run has the label {name[len(LABEL_PREFIX) :]!r}: every group is null. "
+                "Hint: check the key's spelling (labels are case-sensitive).",
+                stacklevel=3,
+            )
+
+
+def _rate_partials(
+    dataset: object,
+    alt: list[Rule],
+    *,
+    by: Sequence[str] | str,
+    min_tier: str | None,
+    as_of: When,
+    recorded: bool,
+    since: When,
+    until: When,
+    period: str | None,
+    slice_runs: int,
+    flips: FlipPartials | None = None,
+) -> tuple[RatePartials, list[str], list[str]]:
+    """Run the loop into rate partials (and flip partials); group names and their keys."""
+    from ocp_analytics.features import TIER_RANK
+
+    if min_tier is not None and min_tier not in TIER_RANK:
+        raise OcpAnalyticsError(
+            hint(f"unknown tier {min_tier!r}.", f"use one of {', '.join(TIER_RANK)}.")
+        )
+    when = resolve_as_of(as_of)
+    lo, hi = resolve_window(since, until, when)
+    names, keys, carry = _carry(by, period)
+    sink = RatePartials(keys, min_tier)
+
+    def carry_all(schema: pl.Schema) -> list[pl.Expr]:
+        doc = [pl.col("doc_id").alias(flips.doc)] if flips is not None else []
+        return [*carry(schema), *doc]
+
+    run(
+        dataset,
+        alt,
+        when,
+        [sink] if flips is None else [sink, flips],
+        recorded=recorded,
+        since=lo,
+        until=hi,
+        carry=carry_all,
+        slice_runs=slice_runs,
+    )
+    return sink, names, keys
+
+
+def _empty(keys: Sequence[str]) -> pl.DataFrame:
+    schema = {**OUTPUT_SCHEMA, **dict.fromkeys(keys, pl.String())}
+    return pl.DataFrame(schema=schema)
+
+
+def rates(
+    dataset: object,
+    rules: object = None,
+    *,
+    by: Sequence[str] | str = (),
+    min_tier: str | None = None,
+    as_of: When = None,
+    recorded: bool = True,
+    since: When = None,
+    until: When = None,
+    period: str | None = None,
+    slice_runs: int = SLICE_RUNS,
+) -> pl.LazyFrame:
+    """Acceptance rates per group and rule (SEMANTICS §10), optionally per period.
+
+    Parameters
+    ----------
+    dataset, rules, as_of, recorded, since, until
+        As for :func:`acceptance`.
+    by
+        Group columns: any ``runs`` column, or ``label.KEY`` for a label.
+    min_tier
+        Count an outcome as decided only when its tier is at least this strong
+        (``verified``, ``reported``, ``heuristic``, ``asserted``).
+    period
+        ``day``, ``week`` (from Monday) or ``month``: a first group column
+        ``period``, the UTC start of the run's bucket.
+    slice_runs
+        Runs evaluated at a time: memory is bounded by it.
+
+    Returns
+    -------
+    polars.LazyFrame
+        ``[period], *by, rule, runs, accepted, rejected, unknown, accept_rate,
+        ci_low, ci_high, decided_share, attempts_mean, attempts_median,
+        first_attempt_share, first_node_attempt_share, provisional,
+        tier_verified, tier_reported, tier_heuristic, tier_asserted, as_of``
+        (``tier_*``: decided runs by their evidence tier).
+
+    Examples
+    --------
+    >>> import ocp_analytics as oa, tempfile
+    >>> ds = tempfile.mkdtemp() + "/ds"
+    >>> _ = oa.ingest("tests/data/examples/v0.3", ds)
+    >>> r = oa.rates(ds, "tests+review", as_of="2027-01-01T00:00:00Z").collect()
+    >>> r.select("rule", "runs", "accepted", "unknown").rows()
+    [('recorded', 7, 7, 0), ('tests+review', 7, 4, 3)]
+    """
+    sink, names, keys = _rate_partials(
+        dataset,
+        resolve_rules(rules),  # type: ignore[arg-type]
+        by=by,
+        min_tier=min_tier,
+        as_of=as_of,
+        recorded=recorded,
+        since=since,
+        until=until,
+        period=period,
+        slice_runs=slice_runs,
+    )
+    out = sink.rates(_empty(keys)).rename(dict(zip(keys, names, strict=True))).collect()
+    _warn_missing_labels(out, names)
+    return out.lazy()
+
+
+def attempts_distribution(
+    dataset: object,
+    rules: object = None,
+    *,
+    by: Sequence[str] | str = (),
+    as_of: When = None,
+    recorded: bool = True,
+    since: When = None,
+    until: When = None,
+    slice_runs: int = SLICE_RUNS,
+) -> pl.LazyFrame:
+    """Accepted runs by the attempt at which they were accepted, per group and rule.
+
+    Returns
+    -------
+    polars.LazyFrame
+        ``*by, rule, attempts_to_acceptance, accepted, share,
+        cumulative_share``: ``share`` of the accepted runs (whose attempt is
+        known) accepted at exactly that attempt, ``cumulative_share`` at or
+        before it.
+
+    Examples
+    --------
+    >>> import ocp_analytics as oa, tempfile
+    >>> ds = tempfile.mkdtemp() + "/ds"
+    >>> _ = oa.ingest("tests/data/examples/v0.3/full-fields.ocp.json", ds)
+    >>> d = oa.attempts_distribution(ds, recorded=True, as_of="2027-01-01").collect()
+    >>> d.select("rule", "attempts_to_acceptance", "share").rows()
+    [('recorded', 4, 1.0)]
+    """
+    sink, names, keys = _rate_partials(
+        dataset,
+        resolve_rules(rules),  # type: ignore[arg-type]
+        by=by,
+        min_tier=None,
+        as_of=as_of,
+        recorded=recorded,
+        since=since,
+        until=until,
+        period=None,
+        slice_runs=slice_runs,
+    )
+    return sink.distribution(_empty(keys)).rename(dict(zip(keys, names, strict=True)))
+
+
+def _check_compare_names(names: list[str], groups: Sequence[str]) -> None:
+    columns = {*groups, *(f"{n}__low" for n in names), *(f"{n}__high" for n in names)}
+    clash = sorted(n for n in names if n in columns)
+    if clash:
+        raise OcpAnalyticsError(
+            hint(
+                f"rule name {clash[0]!r} collides with a column of the comparison "
+                "(a group, or another rule's __low/__high bound).",
+                "rename the rule.",
+            )
+        )
+
+
+def compare(
+    dataset: object,
+    rules: object,
+    *,
+    by: Sequence[str] | str = (),
+    as_of: When = None,
+    sample: int = 5,
+    recorded: bool = True,
+    since: When = None,
+    until: When = None,
+    slice_runs: int = SLICE_RUNS,
+) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """Teams' bars side by side: a rate matrix and rule-versus-rule flips.
+
+    Returns ``(matrix, flips)``: ``matrix`` has one row per group and a column
+    per rule (the numeric columns are ``<rule>``, ``<rule>__low``,
+    ``<rule>__high``), ``flips`` has ``rule_a, rule_b, runs_compared, flips,
+    sample_run_ids``: runs accepted under ``rule_a`` but not ``rule_b``, and
+    the first ``sample`` of their run ids.
+
+    Examples
+    --------
+    >>> import ocp_analytics as oa, tempfile
+    >>> ds = tempfile.mkdtemp() + "/ds"
+    >>> _ = oa.ingest("tests/data/examples/v0.3", ds)
+    >>> m, f = oa.compare(ds, ["tests", "tests+review"], as_of="2027-01-01T00:00:00Z")
+    >>> f.filter(rule_a="tests", rule_b="tests+review").collect()["flips"].item()
+    3
+    """
+    if sample < 0:
+        raise OcpAnalyticsError(hint(f"sample must be 0 or more, not {sample}.", "use 5."))
+    alt = resolve_rules(rules)  # type: ignore[arg-type]
+    names = ([RECORDED] if recorded else []) + [r.name for r in alt]
+    cols = [by] if isinstance(by, str) else list(by)
+    _check_compare_names(names, cols)
+    flips = FlipPartials(names, sample)
+    sink, gnames, keys = _rate_partials(
+        dataset,
+        alt,
+        by=cols,
+        min_tier=None,
+        as_of=as_of,
+        recorded=recorded,
+        since=since,
+        until=until,
+        period=None,
+        slice_runs=slice_runs,
+        flips=flips,
+    )
+    long = sink.rates(_empty(keys)).rename(dict(zip(keys, gnames, strict=True))).collect()
+    keys_out = gnames or ["_all"]
+    if not gnames:
+        long = long.with_columns(pl.lit("all").alias("_all"))
+    matrix = long.pivot(
+        on="rule",
+        on_columns=names,
+        index=keys_out,
+        values=["accept_rate", "ci_low", "ci_high"],
+        aggregate_function="first",
+    )
+    ren = {}
+    for n in names:
+        ren[f"accept_rate_{n}"] = n
+        ren[f"ci_low_{n}"] = f"{n}__low"
+        ren[f"ci_high_{n}"] = f"{n}__high"
+    matrix = matrix.rename({k: v for k, v in ren.items() if k in matrix.columns})
+    ordered = [c for n in names for c in (n, f"{n}__low", f"{n}__high") if c in matrix.columns]
+    return matrix.select(*keys_out, *ordered).lazy(), flips.flips()

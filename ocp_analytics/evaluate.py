@@ -1,0 +1,233 @@
+"""The one evaluation loop: a dataset, a slice of runs at a time, into sinks.
+
+For each slice of documents (a ``doc_id`` range, see :func:`doc_ranges`) the
+loop restricts the runs to the time window, calls :func:`evaluate_slice`
+(the pure per-slice function another executor, such as Spark, runs on its
+own partitions), and hands each rule's decisions to every sink: the Parquet
+writer, rate partials, flip partials, report partials. Memory is bounded by
+the slice size, whatever the dataset's size.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import datetime
+from typing import Protocol
+
+import polars as pl
+
+from ocp_analytics.acceptance import OUTPUT_SCHEMA, decide
+from ocp_analytics.dataset import Dataset, scan_dataset
+from ocp_analytics.exceptions import OcpAnalyticsError, hint
+from ocp_analytics.rules import Rule
+from ocp_analytics.timeaxis import in_window
+
+SLICE_RUNS = 500_000
+SLICED_TABLES = ("runs", "signals", "attempts", "rules")
+_LAST_ID = (1 << 63) - 1
+
+Tables = Mapping[str, pl.LazyFrame]
+
+
+class Sink(Protocol):
+    """Receives the decisions of one rule for one slice, as a DataFrame.
+
+    ``columns`` names the columns it reads (the loop computes only the union
+    of what its sinks read: rates need no reasons).
+    """
+
+    @property
+    def columns(self) -> Sequence[str]:
+        """The decision columns the sink reads."""
+
+    def add(self, decisions: pl.DataFrame) -> None:
+        """Take one frame of decisions."""
+
+
+def evaluate_slice(
+    tables: Mapping[str, pl.LazyFrame | pl.DataFrame],
+    rules: Sequence[Rule],
+    as_of: datetime,
+    *,
+    recorded: bool = True,
+    carry: Sequence[pl.Expr] = (),
+) -> pl.DataFrame:
+    """Acceptance rows of one slice of runs, every rule at once (pure; no I/O).
+
+    The function another executor runs on its own partition: ``tables``
+    holds ``runs``, ``signals``, ``attempts`` and ``rules`` with every row of
+    each run it holds (polars or Arrow-converted frames).
+
+    Parameters
+    ----------
+    tables
+        ``runs``, ``signals``, ``attempts``, ``rules`` in the dataset's schemas.
+    rules
+        Alternative rules (:class:`~ocp_analytics.Rule`).
+    as_of
+        The aware instant events are judged at.
+    recorded
+        Include each run's own rule (``rule = "recorded"``).
+    carry
+        Named expressions over ``runs`` (names starting with ``_``) added to
+        every row, for example group columns.
+
+    Returns
+    -------
+    polars.DataFrame
+        The columns of :func:`~ocp_analytics.acceptance`, then ``carry``.
+
+    Examples
+    --------
+    >>> import ocp_analytics as oa, tempfile
+    >>> from datetime import UTC, datetime
+    >>> ds = tempfile.mkdtemp() + "/ds"
+    >>> _ = oa.ingest("tests/data/examples/v0.3/full-fields.ocp.json", ds)
+    >>> t = oa.scan_dataset(ds)
+    >>> tables = {k: t[k].collect() for k in ("runs", "signals", "attempts", "rules")}
+    >>> out = evaluate_slice(tables, [oa.Rule.parse("tests")], datetime(2027, 1, 1, tzinfo=UTC))
+    >>> out.select("rule", "outcome", "attempts_to_acceptance").rows()
+    [('recorded', 'accepted', 4), ('tests', 'accepted', 4)]
+    """
+    lazy = {k: v.lazy() for k, v in tables.items()}
+    frames = decide(lazy, rules, as_of, recorded=recorded, carry=carry)
+    if not frames:
+        return empty_decisions(lazy["runs"], carry)
+    return pl.concat(pl.collect_all(frames), how="vertical")
+
+
+def empty_decisions(runs: pl.LazyFrame, carry: Sequence[pl.Expr] = ()) -> pl.DataFrame:
+    """No rows, with the decision columns and the carried ones."""
+    carried = runs.select(*carry).collect_schema() if carry else pl.Schema()
+    return pl.DataFrame(schema={**OUTPUT_SCHEMA, **carried})
+
+
+def open_tables(dataset: object) -> tuple[Tables, pl.DataFrame | None, Tables | None]:
+    """The tables of ``dataset``, its manifest, and its unfiltered scans.
+
+    The scans are given only when some run versions were superseded (the
+    tables then filter them out); in-memory tables have no manifest.
+    """
+    if isinstance(dataset, Mapping):
+        return {k: v.lazy() for k, v in dataset.items()}, None, None
+    ds = dataset if isinstance(dataset, Dataset) else scan_dataset(dataset)  # type: ignore[arg-type]
+    superseded = any(ds.frames[t] is not ds.scans.get(t, ds.frames[t]) for t in ds.frames)
+    return ds.frames, ds.manifest, ds.scans if superseded else None
+
+
+def doc_ranges(manifest: pl.DataFrame | None, size: int = SLICE_RUNS) -> list[tuple[int, int]]:
+    """Half-open ``doc_id`` ranges, each holding at most ``size`` documents.
+
+    Documents of batch ``seq`` have ids ``seq << 32`` onward, one per
+    document read, so the manifest's per-batch document counts place the cuts
+    without reading any data; small consecutive batches share a range. The
+    ranges cover every id (the first starts at 0, the last is open-ended).
+    An empty list means: evaluate everything at once.
+
+    Examples
+    --------
+    Batches 1, 2 and 3 with 5, 2 and 4 documents, at most 6 a range: the cut
+    falls after the first document of batch 2.
+
+    >>> m = pl.DataFrame({"seq": [1, 2, 3], "documents": [5, 2, 4]})
+    >>> [(lo >> 32, lo % (1 << 32)) for lo, _ in doc_ranges(m, 6)]
+    [(0, 0), (2, 1)]
+    """
+    if size < 1:
+        raise OcpAnalyticsError(hint(f"slice_runs must be at least 1, not {size}.", "use 500000."))
+    if manifest is None or manifest.height == 0:
+        return []
+    per_batch = manifest.group_by("seq").agg(pl.col("documents").sum()).sort("seq")
+    cuts: list[int] = []
+    held = 0
+    for seq, docs in per_batch.iter_rows():
+        start = 0
+        while start < docs:
+            take = min(docs - start, size - held)
+            start += take
+            held += take
+            if held >= size:
+                cuts.append((int(seq) << 32) + start)
+                held = 0
+    bounds = [0, *cuts[: -1 if held == 0 and cuts else None], _LAST_ID]
+    return list(itertools.pairwise(bounds))
+
+
+def slices(dataset: object, size: int = SLICE_RUNS) -> Iterator[Tables]:
+    """The dataset's tables, a ``doc_id`` range at a time (see :func:`doc_ranges`).
+
+    Every run's signals, attempts and rule share its ``doc_id``, so each slice
+    is evaluated on its own and the results are exact. Parquet statistics on
+    ``doc_id`` let each slice read only its own row groups. Superseded run
+    versions are found once (a usually short list of ids) and removed from
+    each slice, so no slice reads the whole dataset.
+    """
+    frames, manifest, scans = open_tables(dataset)
+    ranges = doc_ranges(manifest, size)
+    if len(ranges) <= 1:
+        yield frames
+        return
+    stale: pl.DataFrame | None = None
+    if scans is not None:
+        newest = pl.col("doc_id").max().over("run_id")
+        runs = scans["runs"].select("run_id", "doc_id")
+        stale = runs.filter(pl.col("doc_id") < newest).select("doc_id").collect()
+        frames = scans
+    for lo, hi in ranges:
+        keep = pl.col("doc_id").is_between(lo, hi, closed="left")
+        part = {t: f.filter(keep) if t in SLICED_TABLES else f for t, f in frames.items()}
+        if stale is not None:
+            old = stale.filter(keep).lazy()
+            for t in SLICED_TABLES:
+                part[t] = part[t].join(old, on="doc_id", how="anti")
+        yield part
+
+
+def windowed(tables: Tables, since: datetime | None, until: datetime | None) -> Tables:
+    """The tables restricted to runs whose time falls in ``[since, until)``."""
+    cond = in_window(since, until)
+    if cond is None:
+        return tables
+    runs = tables["runs"].filter(cond)
+    keep = runs.select("doc_id")
+    out = dict(tables)
+    out["runs"] = runs
+    for t in SLICED_TABLES[1:]:
+        out[t] = tables[t].join(keep, on="doc_id", how="semi")
+    return out
+
+
+def run(
+    dataset: object,
+    rules: Sequence[Rule],
+    as_of: datetime,
+    sinks: Sequence[Sink],
+    *,
+    recorded: bool = True,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    carry: Callable[[pl.Schema], Sequence[pl.Expr]] | None = None,
+    slice_runs: int = SLICE_RUNS,
+    progress: Callable[[int, int], None] | None = None,
+) -> None:
+    """Evaluate ``dataset`` a slice at a time and hand every rule's decisions to ``sinks``.
+
+    ``carry`` builds the carried expressions from the ``runs`` schema (for
+    group columns). Only the columns the sinks read are computed.
+    """
+    wanted = list(dict.fromkeys(c for s in sinks for c in s.columns))
+    parts = list(slices(dataset, slice_runs))
+    exprs: Sequence[pl.Expr] | None = None
+    for i, frames in enumerate(parts, 1):
+        if exprs is None:
+            exprs = carry(frames["runs"].collect_schema()) if carry else ()
+        tables = windowed(frames, since, until)
+        carried = [e.meta.output_name() for e in exprs]
+        cols = [c for c in wanted if c in OUTPUT_SCHEMA] + carried
+        for frame in decide(tables, rules, as_of, recorded=recorded, carry=exprs):
+            decisions = frame.select(cols).collect()
+            for sink in sinks:
+                sink.add(decisions)
+        if progress is not None:
+            progress(i, len(parts))

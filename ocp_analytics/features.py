@@ -1,0 +1,180 @@
+"""Per-run features that acceptance reads (SEMANTICS §4, §5, §7, §8); pure.
+
+The twin of ``sql/views/latest_*.sql`` and ``attempt_positions.sql``: the
+latest verdict and the latest numeric score of each (run, name), the
+position of every attempt, and the events a rule may count. Everything is
+keyed by ``doc_id`` (one run version); LazyFrame in, LazyFrame out.
+
+Part states are small integers, so combining them is arithmetic:
+:data:`FAIL` (0), :data:`UNKNOWN` (1), :data:`PASS` (2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+import polars as pl
+
+from ocp_analytics.schemas import OUTCOME_TIERS
+
+FAIL, UNKNOWN, PASS = 0, 1, 2
+TIER_RANK = {t: i for i, t in enumerate(OUTCOME_TIERS)}
+ASSERTED = TIER_RANK["asserted"]  # the weakest tier's rank
+_LATEST_KEYS = ["observed_at", "sig_idx"]  # unknown time sorts first (§4)
+# The deciding attempt of a part: its id, position, n and round (§8).
+ATTEMPT_FIELDS = {"at_attempt": "aid", "pos": "apos", "n": "an", "round": "ar"}
+
+
+def tier_rank(col: pl.Expr) -> pl.Expr:
+    """Rank of a tier word (0 = verified … 3 = asserted); unknown or missing reads asserted.
+
+    Examples
+    --------
+    >>> pl.select(tier_rank(pl.lit(pl.Series(["Verified", "bogus", None])))).to_series().to_list()
+    [0, 3, 3]
+    """
+    return col.str.to_lowercase().replace_strict(TIER_RANK, default=ASSERTED, return_dtype=pl.Int8)
+
+
+def verdict_state(value_text: pl.Expr) -> pl.Expr:
+    """:data:`PASS`, :data:`FAIL` or :data:`UNKNOWN` of a verdict's value (SEMANTICS §5).
+
+    Examples
+    --------
+    >>> s = pl.Series(["PASS", "reject", "error", None])
+    >>> pl.select(verdict_state(pl.lit(s))).to_series().to_list()
+    [2, 0, 1, 1]
+    """
+    v = value_text.str.to_lowercase()
+    return (
+        pl.when(v.is_in(["accept", "pass"]))
+        .then(pl.lit(PASS, pl.Int8))
+        .when(v.is_in(["reject", "fail"]))
+        .then(pl.lit(FAIL, pl.Int8))
+        .otherwise(pl.lit(UNKNOWN, pl.Int8))
+    )
+
+
+def score_state(value: pl.Expr, target: pl.Expr | float, lower: pl.Expr | bool) -> pl.Expr:
+    """:data:`PASS` / :data:`FAIL` of a score against its target, :data:`UNKNOWN` with none.
+
+    Equal reaches the target; NaN never does (SEMANTICS §5).
+
+    Examples
+    --------
+    >>> v = pl.Series([3300.0, 3700.0, None, float("nan")])
+    >>> pl.select(score_state(pl.lit(v), 3600.0, True)).to_series().to_list()
+    [2, 0, 1, 0]
+    """
+    t = target if isinstance(target, pl.Expr) else pl.lit(target)
+    lo = lower if isinstance(lower, pl.Expr) else pl.lit(lower)
+    reached = pl.when(lo).then(value <= t).otherwise(value >= t) & ~value.is_nan()
+    return (
+        pl.when(value.is_null())
+        .then(pl.lit(UNKNOWN, pl.Int8))
+        .when(reached)
+        .then(pl.lit(PASS, pl.Int8))
+        .otherwise(pl.lit(FAIL, pl.Int8))
+    )
+
+
+def _latest(signals: pl.LazyFrame, kind: pl.Expr, names: Sequence[str] | None) -> pl.LazyFrame:
+    """(doc_id, name) → the latest signal's value columns, tier rank and at_attempt (§4)."""
+    s = signals.filter(kind)
+    if names is not None:
+        s = s.filter(pl.col("name").is_in(list(names)))
+    return s.group_by("doc_id", "name").agg(
+        pl.col("value_text", "value_num", "at_attempt").sort_by(_LATEST_KEYS).last(),
+        tier_rank(pl.col("tier").sort_by(_LATEST_KEYS).last()).alias("rank"),
+    )
+
+
+def latest_verdicts(signals: pl.LazyFrame, names: Sequence[str] | None = None) -> pl.LazyFrame:
+    """(doc_id, name) → ``state``, ``rank`` and ``at_attempt`` of the latest verdict.
+
+    Whatever its value, the latest verdict of a name counts (§4).
+    """
+    return _latest(signals, pl.col("kind") == "verdict", names).select(
+        "doc_id", "name", verdict_state(pl.col("value_text")).alias("state"), "rank", "at_attempt"
+    )
+
+
+def latest_scores(signals: pl.LazyFrame, names: Sequence[str] | None = None) -> pl.LazyFrame:
+    """(doc_id, name) → ``value``, ``rank`` and ``at_attempt`` of the latest numeric score.
+
+    Only JSON numbers count, so a later null score does not hide a measured one (§4).
+    """
+    kind = (pl.col("kind") == "score") & pl.col("value_num").is_not_null()
+    return _latest(signals, kind, names).select(
+        "doc_id", "name", pl.col("value_num").alias("value"), "rank", "at_attempt"
+    )
+
+
+def attempt_positions(attempts: pl.LazyFrame) -> pl.LazyFrame:
+    """(doc_id, at_attempt) → ``pos``, ``n``, ``round`` of each attempt (SEMANTICS §8).
+
+    Attempts are ordered by ``started_at`` (unknown last), then position;
+    ``pos`` is the 1-based place in that order; ``n`` falls back to the place
+    among attempts of the same node. When ids repeat, the first in order wins.
+    One sort, then running counts (measured 1.7x faster than ranking with
+    ``over(order_by=...)`` and picking the first per id with a group-by).
+    """
+    order = ["doc_id", pl.col("started_at").is_null(), "started_at", "att_idx"]
+    place = pl.col("doc_id").cum_count().cast(pl.Int64)
+    return (
+        attempts.select("doc_id", "attempt_id", "node", "n", "round", "started_at", "att_idx")
+        .sort(order)
+        .select(
+            "doc_id",
+            pl.col("attempt_id").alias("at_attempt"),
+            place.over("doc_id").alias("pos"),
+            pl.coalesce(pl.col("n"), place.over("doc_id", "node")).alias("n"),
+            "round",
+        )
+        .filter(pl.col("at_attempt").is_not_null())
+        .unique(["doc_id", "at_attempt"], keep="first", maintain_order=True)
+    )
+
+
+def placed(latest: pl.LazyFrame, positions: pl.LazyFrame) -> pl.LazyFrame:
+    """Latest signals with their attempt's ``apos``, ``aid``, ``an``, ``ar`` (§8).
+
+    ``aid`` is null unless ``at_attempt`` names an attempt of the run.
+    """
+    return (
+        latest.join(positions, on=["doc_id", "at_attempt"], how="left")
+        .with_columns(pl.when(pl.col("pos").is_not_null()).then(pl.col("at_attempt")))
+        .rename(ATTEMPT_FIELDS)
+    )
+
+
+def event_rows(
+    signals: pl.LazyFrame, runs: pl.LazyFrame, names: Sequence[str] | None = None
+) -> pl.LazyFrame:
+    """Event signals (``doc_id, name, sig_idx, observed_at, rank``) with the run's ``ended_at``."""
+    ev = signals.filter(pl.col("kind") == "event")
+    if names is not None:
+        ev = ev.filter(pl.col("name").is_in(list(names)))
+    return ev.select(
+        "doc_id", "name", "sig_idx", "observed_at", tier_rank(pl.col("tier")).alias("rank")
+    ).join(runs.select("doc_id", "ended_at"), on="doc_id")
+
+
+def event_counts(window_days: pl.Expr, as_of: datetime) -> pl.Expr:
+    """Whether an excluded event counts (SEMANTICS §6), over :func:`event_rows`.
+
+    Not observed after ``as_of``, and within ``window_days`` of the run's end
+    (no lower bound; an unknown end or time always counts).
+    """
+    obs, end = pl.col("observed_at"), pl.col("ended_at")
+    not_future = obs.is_null() | (obs <= pl.lit(as_of))
+    in_window = end.is_null() | obs.is_null() | ((obs - end) <= pl.duration(days=1) * window_days)
+    return not_future & in_window
+
+
+def window_open(has_events: pl.Expr, window_days: pl.Expr, as_of: datetime) -> pl.Expr:
+    """A late event could still turn the outcome (SEMANTICS §9), over ``ended_at``."""
+    end = pl.col("ended_at")
+    late_enough = pl.lit(as_of) < end + pl.duration(days=1) * window_days
+    return (end.is_not_null() & has_events & late_enough).fill_null(False)

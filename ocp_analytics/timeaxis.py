@@ -1,0 +1,148 @@
+"""The time axis: ``as_of``, ``--since`` / ``--until`` windows and periods; pure.
+
+A run's time is its ``ended_at``, or its ``started_at`` when it has no end
+(a run still going, or one whose producer did not record the end). A run with
+neither is outside every window and has no period. Windows are half-open,
+``since <= time < until``, and periods are UTC calendar buckets: days, weeks
+starting on Monday, months.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+import polars as pl
+
+from ocp_analytics.exceptions import OcpAnalyticsError, hint
+
+PERIODS = {"day": "1d", "week": "1w", "month": "1mo"}
+_DURATION = re.compile(r"^\s*(\d+)\s*(m|h|d|w)\s*$")
+_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def resolve_as_of(as_of: datetime | str | None) -> datetime:
+    """``as_of`` as an aware UTC instant; now when ``None``; naive reads as UTC.
+
+    Examples
+    --------
+    >>> resolve_as_of("2026-12-01T10:00:00+02:00").isoformat()
+    '2026-12-01T08:00:00+00:00'
+    >>> resolve_as_of("2026-12-01").isoformat()
+    '2026-12-01T00:00:00+00:00'
+    """
+    if as_of is None:
+        return datetime.now(UTC).replace(microsecond=0)
+    if isinstance(as_of, str):
+        try:
+            as_of = datetime.fromisoformat(as_of.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise OcpAnalyticsError(
+                hint(
+                    f"cannot read {as_of!r} as an instant.",
+                    "use ISO 8601, for example 2026-12-01T00:00:00Z.",
+                )
+            ) from None
+    if as_of.tzinfo is None:
+        return as_of.replace(tzinfo=UTC)
+    return as_of.astimezone(UTC)
+
+
+def _instant(value: datetime | str | None, as_of: datetime, what: str) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        m = _DURATION.match(value)
+        if m:
+            return as_of - timedelta(**{_UNITS[m.group(2)]: int(m.group(1))})
+        try:
+            return resolve_as_of(value)
+        except OcpAnalyticsError:
+            raise OcpAnalyticsError(
+                hint(
+                    f"cannot read {what} {value!r}.",
+                    "give an instant (2026-11-01T00:00:00Z, 2026-11-01) or a duration "
+                    "before as_of (30d, 12h, 2w, 90m).",
+                )
+            ) from None
+    return resolve_as_of(value)
+
+
+def resolve_window(
+    since: datetime | str | None, until: datetime | str | None, as_of: datetime | str | None
+) -> tuple[datetime | None, datetime | None]:
+    """The window ``[since, until)`` as UTC instants; durations count back from ``as_of``.
+
+    Examples
+    --------
+    >>> lo, hi = resolve_window("7d", None, "2026-12-08T00:00:00Z")
+    >>> lo.isoformat(), hi
+    ('2026-12-01T00:00:00+00:00', None)
+    >>> resolve_window("2026-12-02", "2026-12-01", None)
+    Traceback (most recent call last):
+    ...
+    ocp_analytics.exceptions.OcpAnalyticsError: the window is empty: since ...
+    """
+    when = resolve_as_of(as_of)
+    lo = _instant(since, when, "since")
+    hi = _instant(until, when, "until")
+    if lo is not None and hi is not None and lo >= hi:
+        raise OcpAnalyticsError(
+            hint(
+                f"the window is empty: since {lo.isoformat()} is not before until "
+                f"{hi.isoformat()}.",
+                "swap them, or leave one out.",
+            )
+        )
+    return lo, hi
+
+
+def run_time() -> pl.Expr:
+    """A run's time on the axis: ``ended_at``, else ``started_at`` (over ``runs``)."""
+    return pl.coalesce(pl.col("ended_at"), pl.col("started_at"))
+
+
+def in_window(since: datetime | None, until: datetime | None) -> pl.Expr | None:
+    """Filter of the runs inside ``[since, until)``; ``None`` when unbounded.
+
+    Examples
+    --------
+    >>> from datetime import UTC, datetime
+    >>> runs = pl.DataFrame({
+    ...     "ended_at": [datetime(2026, 12, 1, tzinfo=UTC), None, None],
+    ...     "started_at": [None, datetime(2026, 11, 1, tzinfo=UTC), None]})
+    >>> runs.filter(in_window(datetime(2026, 11, 15, tzinfo=UTC), None)).height
+    1
+    """
+    cond: pl.Expr | None = None
+    t = run_time()
+    if since is not None:
+        cond = t >= pl.lit(since).dt.cast_time_unit("us")
+    if until is not None:
+        upper = t < pl.lit(until).dt.cast_time_unit("us")
+        cond = upper if cond is None else cond & upper
+    return cond
+
+
+def check_period(period: str | None) -> str | None:
+    """``period`` itself when it is ``day``, ``week``, ``month`` or ``None``."""
+    if period is not None and period not in PERIODS:
+        raise OcpAnalyticsError(
+            hint(f"unknown period {period!r}.", f"use one of {', '.join(PERIODS)}.")
+        )
+    return period
+
+
+def period_start(period: str) -> pl.Expr:
+    """The UTC start of the run's period bucket (over ``runs``), named ``period``.
+
+    Examples
+    --------
+    >>> from datetime import UTC, datetime
+    >>> runs = pl.DataFrame({"ended_at": [datetime(2026, 12, 3, 15, tzinfo=UTC)],
+    ...                      "started_at": [None]}, schema_overrides={
+    ...                      "started_at": pl.Datetime("us", "UTC")})
+    >>> runs.select(period_start("week")).item().isoformat()
+    '2026-11-30T00:00:00+00:00'
+    """
+    return run_time().dt.truncate(PERIODS[check_period(period) or "day"]).alias("period")
