@@ -1,11 +1,13 @@
 """The nightly report: one self-contained HTML page, and the data of every figure beside it.
 
-The page is built from the package's own queries (:func:`~ocp_analytics.rates`,
-:func:`~ocp_analytics.compare`, :func:`~ocp_analytics.attempts_distribution`
-and the dataset's ``quarantine`` and ``findings`` tables), each of which
-evaluates the dataset a slice of runs at a time, so memory stays that of
-``rates``. Charts are Vega-Lite specifications made with altair and rendered
-to static SVG by vl-convert: the page holds no script and opens offline.
+The figures come from one pass of the package's evaluation loop over the
+runs of this window and the previous one, a slice of runs at a time, into the
+same sinks :func:`~ocp_analytics.rates`, :func:`~ocp_analytics.compare` and
+:func:`~ocp_analytics.attempts_distribution` use (so memory stays that of
+``rates`` and every number is theirs; ``tests/test_report.py`` holds them to
+those functions), plus the dataset's ``quarantine`` and ``findings``. Charts
+are Vega-Lite specifications made with altair and rendered to static SVG by
+vl-convert: the page holds no script and opens offline.
 The template is ``templates/report.html.j2`` (jinja2).
 
 Every figure is also written as data (JSON or Parquet) into ``data_out``, with
@@ -102,24 +104,88 @@ def _group_label(by: Sequence[str]) -> pl.Expr:
     return pl.concat_str(parts, separator=" / ").alias("group")
 
 
-def _headline(ctx: _Context) -> pl.DataFrame:
-    """Per rule: this window, the previous one, the change and whether intervals part."""
-    import ocp_analytics as oa
+class _Current:
+    """A sink that passes on the decisions of runs in the current window only (``_w``)."""
 
+    def __init__(self, sink: Any) -> None:
+        self.sink = sink
+        self.columns: Sequence[str] = sink.columns
+
+    def add(self, decisions: pl.DataFrame) -> None:
+        self.sink.add(decisions.filter(pl.col("_w")))
+
+
+def _evaluate(ctx: _Context) -> dict[str, pl.DataFrame]:
+    """One pass over the runs of this window and the previous one, a slice at a time.
+
+    The evaluation loop of :func:`~ocp_analytics.rates` hands every slice's
+    decisions to the same sinks the public functions use: rates by window
+    (headline, attempts), by period and group (trend), by group (matrix) and
+    the flips, so each number is the one those functions give, in one pass.
+    """
+    from ocp_analytics.evaluate import Sink, run
+    from ocp_analytics.rates import FlipPartials, RatePartials, group_exprs
+    from ocp_analytics.timeaxis import period_start, run_time
+
+    groups = [f"_g{i}" for i in range(len(ctx.by))]
+    previous = ctx.previous()
+
+    def carry(schema: pl.Schema) -> list[pl.Expr]:
+        since = ctx.since
+        current = (
+            pl.lit(True) if since is None else run_time() >= pl.lit(since).dt.cast_time_unit("us")
+        )
+        exprs = group_exprs(ctx.by, schema)
+        return [
+            current.alias("_w"),
+            period_start(ctx.period).alias("_p"),
+            *(e.alias(k) for e, k in zip(exprs, groups, strict=True)),
+            pl.col("doc_id").alias("_doc"),
+        ]
+
+    head, trend = RatePartials(["_w"], None), RatePartials(["_p", *groups], None)
+    by_group, flips = RatePartials(groups, None), FlipPartials(ctx.names, ctx.sample)
+    sinks: list[Sink] = [head, _Current(trend), _Current(by_group), _Current(flips)]
+    lo = previous[0] if previous else ctx.since
+    run(ctx.dataset, ctx.rules, ctx.as_of, sinks, since=lo, until=ctx.until, carry=carry)
+    names = {"_p": "period", **dict(zip(groups, ctx.by, strict=True))}
+
+    def frame(lazy: pl.LazyFrame) -> pl.DataFrame:
+        return lazy.rename(names, strict=False).collect()
+
+    window = frame(head.rates(_empty(["_w"], groups)))
+    return {
+        "current": window.filter(pl.col("_w")).drop("_w"),
+        "previous": window.filter(~pl.col("_w")).drop("_w"),
+        "trend": frame(trend.rates(_empty(["_p", *groups], groups))),
+        "by_group": frame(by_group.rates(_empty(groups, groups))),
+        "attempts": frame(head.distribution(_empty(["_w"], groups)))
+        .filter(pl.col("_w"))
+        .drop("_w"),
+        "flips": flips.flips().collect(),
+    }
+
+
+def _empty(keys: Sequence[str], groups: Sequence[str]) -> pl.DataFrame:
+    """No decisions, with the key columns: the schema of a result when no run was read."""
+    from ocp_analytics.acceptance import OUTPUT_SCHEMA
+
+    dtypes = {
+        "_w": pl.Boolean(),
+        "_p": pl.Datetime("us", "UTC"),
+        **dict.fromkeys(groups, pl.String()),
+    }
+    return pl.DataFrame(schema={**OUTPUT_SCHEMA, **{k: dtypes[k] for k in keys}})
+
+
+def _headline(ctx: _Context, cur: pl.DataFrame, prev: pl.DataFrame) -> pl.DataFrame:
+    """Per rule: this window, the previous one, the change and whether intervals part."""
     base = pl.DataFrame({"rule": ctx.names}, schema={"rule": pl.String})
-    cur = oa.rates(ctx.dataset, ctx.rules, **ctx.window).collect()
     keep = ["rule", "runs", "accepted", "rejected", "unknown", "accept_rate", "ci_low", "ci_high"]
     keep += ["decided_share", "provisional", *(f"tier_{t}" for t in TIERS)]
     out = base.join(cur.select(keep), on="rule", how="left")
-    prev_window = ctx.previous()
     prev_cols = ["runs", "accept_rate", "ci_low", "ci_high"]
-    if prev_window is None:
-        prev = pl.DataFrame(schema={"rule": pl.String, **dict.fromkeys(prev_cols, pl.Float64)})
-    else:
-        lo, hi = prev_window
-        prev = oa.rates(ctx.dataset, ctx.rules, since=lo, until=hi, as_of=ctx.as_of).collect()
-        prev = prev.select("rule", *prev_cols)
-    prev = prev.rename({c: f"prev_{c}" for c in prev_cols})
+    prev = prev.select("rule", *prev_cols).rename({c: f"prev_{c}" for c in prev_cols})
     out = out.join(prev, on="rule", how="left")
     counts = ["runs", "accepted", "rejected", "unknown", "provisional", "prev_runs"]
     counts += [f"tier_{t}" for t in TIERS]
@@ -139,25 +205,32 @@ def _headline(ctx: _Context) -> pl.DataFrame:
     )
 
 
-def _trend(ctx: _Context) -> pl.DataFrame:
-    import ocp_analytics as oa
-
-    frame = oa.rates(ctx.dataset, ctx.rules, by=ctx.by, period=ctx.period, **ctx.window)
-    return frame.collect()
-
-
-def _compare(ctx: _Context) -> tuple[pl.DataFrame, pl.DataFrame]:
-    import ocp_analytics as oa
-
-    matrix, flips = oa.compare(ctx.dataset, ctx.rules, by=ctx.by, sample=ctx.sample, **ctx.window)
-    flips_df = flips.collect().with_columns(
-        pl.when(pl.col("runs_compared") > 0)
-        .then(pl.col("flips") / pl.col("runs_compared"))
-        .alias("flip_share")
+def _matrix(long: pl.DataFrame, by: Sequence[str], names: Sequence[str]) -> pl.DataFrame:
+    """Rates by group as the compare matrix: a row per group; ``<rule>``, ``__low``, ``__high``."""
+    keys = list(by) or ["_all"]
+    if not by:
+        long = long.with_columns(pl.lit("all").alias("_all"))
+    matrix = long.pivot(
+        on="rule",
+        on_columns=list(names),
+        index=keys,
+        values=["accept_rate", "ci_low", "ci_high"],
+        aggregate_function="first",
     )
-    return matrix.collect(), flips_df.sort(
-        ["flips", "rule_a", "rule_b"], descending=[True, False, False]
-    )
+    ren: dict[str, str] = {}
+    for n in names:
+        ren |= {f"accept_rate_{n}": n, f"ci_low_{n}": f"{n}__low", f"ci_high_{n}": f"{n}__high"}
+    matrix = matrix.rename({k: v for k, v in ren.items() if k in matrix.columns})
+    ordered = [c for n in names for c in (n, f"{n}__low", f"{n}__high") if c in matrix.columns]
+    return matrix.select(*keys, *ordered)
+
+
+def _flips(flips: pl.DataFrame) -> pl.DataFrame:
+    """Flips with their share of the runs compared, largest first."""
+    share = pl.col("flips") / pl.col("runs_compared")
+    return flips.with_columns(
+        pl.when(pl.col("runs_compared") > 0).then(share).alias("flip_share")
+    ).sort(["flips", "rule_a", "rule_b"], descending=[True, False, False])
 
 
 def _matrix_long(matrix: pl.DataFrame, by: Sequence[str], names: Sequence[str]) -> pl.DataFrame:
@@ -180,12 +253,6 @@ def _matrix_long(matrix: pl.DataFrame, by: Sequence[str], names: Sequence[str]) 
         return pl.DataFrame(schema=schema)
     long = pl.concat(parts)
     return long.select(_group_label(by), pl.all().exclude(keys)).cast(schema)  # type: ignore[arg-type]
-
-
-def _attempts(ctx: _Context) -> pl.DataFrame:
-    import ocp_analytics as oa
-
-    return oa.attempts_distribution(ctx.dataset, ctx.rules, **ctx.window).collect()
 
 
 def _tier_mix(head: pl.DataFrame) -> pl.DataFrame:
@@ -242,19 +309,19 @@ def build_figures(ctx: _Context) -> dict[str, pl.DataFrame]:
     """Every figure of the page, as DataFrames named like their data files."""
     from ocp_analytics.dataset import Dataset, scan_dataset
 
-    head = _headline(ctx)
-    trend = _trend(ctx)
-    matrix, flips = _compare(ctx)
+    ev = _evaluate(ctx)
+    head = _headline(ctx, ev["current"], ev["previous"])
+    matrix = _matrix(ev["by_group"], ctx.by, ctx.names)
     ds = ctx.dataset if isinstance(ctx.dataset, Dataset) else scan_dataset(ctx.dataset)
     return {
         "headline": head,
-        "rates_by_period": trend,
+        "rates_by_period": ev["trend"],
         "compare_matrix": matrix,
         "rates_by_group": _matrix_long(matrix, ctx.by, ctx.names),
-        "flips": flips,
-        "attempts_distribution": _attempts(ctx),
+        "flips": _flips(ev["flips"]),
+        "attempts_distribution": ev["attempts"],
         "tier_mix": _tier_mix(head),
-        "provisional": _provisional(trend, ctx.by),
+        "provisional": _provisional(ev["trend"], ctx.by),
         **_quality(ds),
     }
 

@@ -130,9 +130,20 @@ def test_attempts_and_flips_equal_the_api(fleet: tuple[Path, Path, Path]) -> Non
         key=lambda r: (r["rule"], r["attempts_to_acceptance"]),
     )
     _same_rows(got, dist.sort("rule", "attempts_to_acceptance"), cols)
-    _, flips = oa.compare(ds, [rules], by="label.team", as_of=AS_OF, since="60d")
+    matrix, flips = oa.compare(ds, [rules], by="label.team", as_of=AS_OF, since="60d")
     want = {(r["rule_a"], r["rule_b"]): r["flips"] for r in flips.collect().iter_rows(named=True)}
     assert {(r["rule_a"], r["rule_b"]): r["flips"] for r in _data(data, "flips")["rows"]} == want
+    samples = {
+        (r["rule_a"], r["rule_b"]): r["sample_run_ids"] for r in _data(data, "flips")["rows"]
+    }
+    for r in flips.collect().iter_rows(named=True):
+        assert samples[(r["rule_a"], r["rule_b"])] == r["sample_run_ids"]
+    m = matrix.collect().sort("label.team", nulls_last=True)
+    got = sorted(
+        _data(data, "compare_matrix")["rows"],
+        key=lambda r: (r["label.team"] is None, r["label.team"] or ""),
+    )
+    _same_rows(got, m, m.columns)
 
 
 def test_index_names_every_figure(fleet: tuple[Path, Path, Path]) -> None:
