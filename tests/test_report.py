@@ -267,6 +267,31 @@ def test_no_window_means_all_runs_and_no_previous_window(small: Path, tmp_path: 
     assert "none: the window has no start" in files.html.read_text()
 
 
+def test_a_fall_whose_intervals_part_is_flagged(tmp_path: Path) -> None:
+    """Ten runs accepted in the previous week, ten rejected in this one."""
+    docs = [_doc(f"p{i}", "a", "pass", f"2026-11-2{i // 5}T10:00:00Z") for i in range(10)]
+    docs += [_doc(f"c{i}", "a", "fail", f"2026-11-2{5 + i // 5}T10:00:00Z") for i in range(10)]
+    (tmp_path / "d.ndjson").write_bytes(b"\n".join(orjson.dumps(d) for d in docs) + b"\n")
+    oa.ingest(tmp_path / "d.ndjson", tmp_path / "ds")
+    files = oa.report(
+        tmp_path / "ds",
+        since="2026-11-25",
+        until="2026-12-01",
+        as_of=AS_OF,
+        out=tmp_path / "r.html",
+    )
+    (row,) = _data(files.data_dir, "headline")["rows"]
+    assert (row["runs"], row["accept_rate"], row["prev_runs"], row["prev_accept_rate"]) == (
+        10,
+        0.0,
+        10,
+        1.0,
+    )
+    assert (row["change"], row["significant"], row["direction"]) == (-1.0, True, "down")
+    html = files.html.read_text()
+    assert '<tr class="down">' in html and "-100.0 pts ▼" in html
+
+
 def test_missing_extra_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
     real = importlib.util.find_spec
     monkeypatch.setattr(
