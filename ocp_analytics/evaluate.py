@@ -225,7 +225,10 @@ def run(
         tables = windowed(frames, since, until)
         carried = [e.meta.output_name() for e in exprs]
         cols = [c for c in wanted if c in OUTPUT_SCHEMA] + carried
-        for frame in decide(tables, rules, as_of, recorded=recorded, carry=exprs):
+        frames_ = decide(
+            tables, rules, as_of, recorded=recorded, carry=exprs, reasons="reasons" in cols
+        )
+        for frame in frames_:
             decisions = frame.select(cols).collect()
             for sink in sinks:
                 sink.add(decisions)
