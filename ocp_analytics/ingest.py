@@ -707,9 +707,25 @@ def read_documents(
     >>> t["runs"].select("run_id").collect().rows(), t["quarantine"].select("code").collect().rows()
     ([('r1',)], [('not_json',)])
     """
+    texts = [d if isinstance(d, str) else _dumps(d) for d in documents]
+    raw: dict[int, str] = {}
+    for i, t in enumerate(texts):
+        try:
+            t.encode()
+        except UnicodeEncodeError:  # a Python string holding surrogates
+            raw[i], texts[i] = t, t.encode("utf-8", "replace").decode()
+    meta = ChunkMeta(source, texts, list(range(1, len(texts) + 1)), [None] * len(texts), raw)
+    tables = build_tables(decode_texts(texts, raw=raw), meta, 0, "memory")
+    return {name: frame.lazy() for name, frame in tables.frames.items()}
+
+
+def _dumps(doc: Any) -> str:
+    """A document as JSON text; what orjson refuses (surrogates, big integers) as escapes."""
+    import json
+
     import orjson
 
-    texts = [d if isinstance(d, str) else orjson.dumps(d).decode() for d in documents]
-    meta = ChunkMeta(source, texts, list(range(1, len(texts) + 1)), [None] * len(texts))
-    tables = build_tables(decode_texts(texts), meta, 0, "memory")
-    return {name: frame.lazy() for name, frame in tables.frames.items()}
+    try:
+        return orjson.dumps(doc).decode()
+    except TypeError:
+        return json.dumps(doc)

@@ -373,3 +373,17 @@ def test_issue9_stdin_pretty_printed_documents(tmp_path: Path) -> None:
     assert "documents read: 3 = runs written 3" in out.stdout
     runs = oa.scan_dataset(tmp_path / "ds").runs.collect().sort("source_line")
     assert runs.select("source_path", "source_line").rows()[0] == ("-", 1)
+
+
+def test_issue9_read_documents_takes_strings_orjson_refuses() -> None:
+    docs = [
+        {"ocp": "0.3", "run": {"id": "r1", "title": "\ud800"}, "attempts": [{"n": 10**30}]},
+        '{"ocp": "0.3", "run": {"id": "r2", "title": "caf\udce9"}}',  # bytes read as escapes
+    ]
+    t = oa.read_documents(docs)
+    found = t["findings"].select("run_id", "code", "json_path").collect().sort("run_id", "code")
+    assert found.rows() == [
+        ("r1", "lone_surrogate", "$.run.title"),
+        ("r1", "out_of_range", "$.attempts[0].n"),
+        ("r2", "invalid_utf8", "$.run.title"),
+    ]

@@ -288,3 +288,38 @@ def test_issue9_fuzz_mutated_documents_never_abort_and_always_land(
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         _check(mutated, Path(tmp))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(["gzip", "zstd"]), st.floats(0.02, 0.98))
+def test_issue9_fuzz_compressed_stream_cut_at_any_byte_keeps_every_whole_line(
+    fmt: str, at: float
+) -> None:
+    import gzip
+    import zlib
+
+    import zstandard
+
+    docs = [copy.deepcopy(d) for d in POOL[:12]]
+    plain = b"".join(json.dumps(d).encode() + b"\n" for d in docs)
+    packed = (
+        gzip.compress(plain, mtime=0)
+        if fmt == "gzip"
+        else zstandard.ZstdCompressor(write_content_size=False).compress(plain)
+    )
+    cut = packed[: int(len(packed) * at)]
+    d = zlib.decompressobj(31) if fmt == "gzip" else zstandard.ZstdDecompressor().decompressobj()
+    try:
+        readable = d.decompress(cut)
+    except (zlib.error, zstandard.ZstdError):
+        readable = b""
+    whole = readable.count(b"\n")
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / ("a.ndjson.gz" if fmt == "gzip" else "a.ndjson.zst")
+        src.write_bytes(cut)
+        s = oa.ingest(src, Path(tmp) / "ds", workers=0)
+        ds = oa.scan_dataset(Path(tmp) / "ds")
+        q = ds.quarantine.select("code", "source_line").collect().rows()
+    assert s.reconciles
+    assert s.runs_new == whole
+    assert q == [("truncated", whole + 1)]
