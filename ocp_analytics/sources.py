@@ -488,9 +488,18 @@ def _depth(data: bytes) -> int:
     return s.count(b"{") + s.count(b"[") - s.count(b"}") - s.count(b"]")
 
 
-def _starts_document(raw_line: bytes, data: bytes) -> bool:
-    """A line that is a whole value by itself, at column 0 (a new NDJSON document)."""
-    return raw_line[:1] in (b"{", b"[") and _depth(data) == 0
+def _starts_document(first: bytes, raw_line: bytes, data: bytes) -> bool:
+    """Inside an object begun on line ``first``: a whole value at column 0 (a new document).
+
+    No member of an object can start with a bracket, so such a line means the
+    object never closed. Inside an array it may be an element.
+    """
+    return (
+        first[:1] == b"{"
+        and raw_line[:1] in (b"{", b"[")
+        and not data.endswith(b",")
+        and _depth(data) == 0
+    )
 
 
 def _read_stream(
@@ -511,7 +520,7 @@ def _read_stream(
     for n, raw_line, _ in _lines(blocks if blocks is not None else _blocks(source.file, problems)):
         last = n
         data = raw_line.strip(b" \t")
-        if buf and data and _starts_document(raw_line, data):
+        if buf and data and _starts_document(buf[0], raw_line, data):
             yield from _emit(ch, start, b"\n".join(buf), cut=False)
             buf = []
         if not buf:
@@ -575,22 +584,34 @@ def _split_values(data: bytes) -> list[tuple[int, bytes]]:
 
 
 def _emit_value(ch: _Chunker, line: int, data: bytes, cut: bool) -> Iterator[Chunk]:
-    """Add one value; an array gives its elements."""
-    items = None
+    """Add one value; an array gives its elements.
+
+    An array orjson cannot read (an element with a lone surrogate, bytes that
+    are not UTF-8, a number beyond a float, or no closing bracket) is cut into
+    its elements' own bytes, so each element lands on its own; what follows
+    the last readable element is one more text.
+    """
+    texts: list[bytes] | None = None
+    rest = b""
     if data[:1] == b"[":
         try:
             value = orjson.loads(data)
         except orjson.JSONDecodeError:
-            value = None
-        if isinstance(value, list):
-            items = value
-    if items is None:
+            texts, rest = _whole_elements(data)
+        else:
+            if isinstance(value, list):
+                texts = [orjson.dumps(item) for item in value]
+    if texts is None:
         ch.add(data, line, None, cut=cut)
         if ch.full():
             yield ch.take()
         return
-    for i, item in enumerate(items):
-        ch.add(orjson.dumps(item), line, i)
+    for i, item in enumerate(texts):
+        ch.add(item, line, i)
+        if ch.full():
+            yield ch.take()
+    if rest.strip() not in (b"]", b""):
+        ch.add(rest.strip(), line, len(texts), cut=cut)
         if ch.full():
             yield ch.take()
 

@@ -186,3 +186,22 @@ def test_issue9_empty_folder_is_no_source(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "notes.txt").write_text("not a document")
     assert find_sources([tmp_path / "empty"]) == []
+
+
+def test_issue9_json_array_orjson_refuses_is_cut_into_its_elements(tmp_path: Path) -> None:
+    elements = [DOC % 1, '{"run": {"id": "r\\ud800"}}', '{"run": {"id": "r\xff"}}', DOC % 4]
+    body = b"[\n" + ",\n".join(elements).encode("utf-8", "surrogateescape") + b"\n]\n"
+    (tmp_path / "a.json").write_bytes(body.replace("\xff".encode(), b"\xff"))
+    data = (tmp_path / "a.json").read_bytes()
+    src = Source("a.json", tmp_path / "a.json", len(data), "x")
+    [(meta, _)] = list(read_chunks(src, 10, []))
+    assert meta.texts == [DOC % 1, elements[1], '{"run": {"id": "r\ufffd"}}', DOC % 4]
+    assert meta.indexes == [0, 1, 2, 3]
+    assert meta.raw == {2: '{"run": {"id": "r\udcff"}}'}
+
+
+def test_issue9_bytes_that_are_not_utf8_in_a_json_file(tmp_path: Path) -> None:
+    (tmp_path / "a.json").write_bytes(b'{"run": {"id": "r1", "title": "\xc3"}}')
+    data = (tmp_path / "a.json").read_bytes()
+    [(meta, _)] = list(read_chunks(Source("a.json", tmp_path / "a.json", len(data), "x"), 9, []))
+    assert meta.raw == {0: '{"run": {"id": "r1", "title": "\udcc3"}}'}
