@@ -46,6 +46,7 @@ from pathlib import Path
 import orjson
 import zstandard
 
+from ocp_analytics.decode import parse_json
 from ocp_analytics.exceptions import SourceError, hint
 from ocp_analytics.tables import ChunkMeta
 
@@ -441,10 +442,14 @@ def _read_ndjson(source: Source, ch: _Chunker, problems: list[ReadProblem]) -> I
 
 
 def _parses(data: bytes) -> bool:
+    """Whether a text is a whole JSON value (as the decoder's slow path reads it)."""
     try:
         orjson.loads(data)
     except orjson.JSONDecodeError:
-        return False
+        try:
+            parse_json(data.decode("utf-8", "surrogateescape"))
+        except (ValueError, RecursionError):
+            return False
     return True
 
 
