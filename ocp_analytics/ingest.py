@@ -642,10 +642,15 @@ def ingest(
     ----------
     sources
         Files, folders (searched recursively), glob patterns, or ``"-"`` for
-        standard input. ``.json`` (one document or an array), ``.ndjson`` /
-        ``.jsonl`` (one per line), each optionally ``.gz`` or ``.zst``.
+        standard input (a stream of JSON values: NDJSON, pretty-printed
+        documents, arrays). ``.json`` (one document or an array), ``.ndjson``
+        / ``.jsonl`` (one per line), each optionally ``.gz`` or ``.zst``. A
+        folder holding no document file is no source: the ingest does nothing
+        (the dataset is still created) and succeeds. A file already ingested
+        with the same content (and resolved path) is skipped.
     dataset
-        The dataset folder.
+        The dataset folder. Within one call, a run id read more than once
+        resolves by the rule in this module's docstring.
     strict
         Raise :class:`~ocp_analytics.exceptions.StrictIngestError` (after
         committing) when any document was quarantined.
