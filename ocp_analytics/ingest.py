@@ -649,8 +649,10 @@ def ingest(
         (the dataset is still created) and succeeds. A file already ingested
         with the same content (and resolved path) is skipped.
     dataset
-        The dataset folder. Within one call, a run id read more than once
-        resolves by the rule in this module's docstring.
+        The dataset folder. A run id read more than once in one batch (the
+        whole call, unless it reads more than ``commit_docs`` documents)
+        resolves by the rule in this module's docstring; a later batch
+        replaces an earlier one.
     strict
         Raise :class:`~ocp_analytics.exceptions.StrictIngestError` (after
         committing) when any document was quarantined.
