@@ -13,6 +13,9 @@ repeatable), ``--as-of`` the instant late events are judged at.
 from __future__ import annotations
 
 import sys
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
@@ -52,6 +55,14 @@ class Format(StrEnum):
     csv = "csv"
     json = "json"
     parquet = "parquet"
+
+
+class Period(StrEnum):
+    """Calendar buckets of the time axis (UTC)."""
+
+    day = "day"
+    week = "week"
+    month = "month"
 
 
 class Tier(StrEnum):
@@ -281,10 +292,25 @@ def _as_of(as_of: str | None) -> datetime:
 
     try:
         return resolve_as_of(as_of)
-    except ValueError as exc:
+    except (ValueError, OcpAnalyticsError) as exc:
         raise OcpAnalyticsError(
-            f"cannot read --as-of {as_of!r}: {exc}\n\nHint: use ISO 8601, e.g. 2026-12-01T00:00:00Z"
+            hint(
+                f"cannot read --as-of {as_of!r} as an instant.",
+                "use ISO 8601, e.g. 2026-12-01T00:00:00Z or 2026-12-01 (midnight UTC).",
+            )
         ) from exc
+
+
+@contextmanager
+def _warnings_as_lines() -> Iterator[None]:
+    """Warnings of the API as one ``warning: …`` line each on standard error."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        finally:
+            for message in dict.fromkeys(str(w.message) for w in caught):
+                typer.echo(f"warning: {message}", err=True)
 
 
 def _warn_empty_labels(frame: pl.DataFrame, by: list[str] | None) -> None:
@@ -416,6 +442,19 @@ FormatOpt = Annotated[
         help="table, csv, json or parquet (default: from the --out extension, else table).",
     ),
 ]
+SinceOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--since",
+        metavar="WHEN",
+        help="Only runs whose time (ended_at, else started_at) is at or after WHEN: "
+        "an instant, or a duration before --as-of (30d, 12h, 2w).",
+    ),
+]
+UntilOpt = Annotated[
+    str | None,
+    typer.Option("--until", metavar="WHEN", help="Only runs whose time is before WHEN."),
+]
 ByOpt = Annotated[
     list[str] | None,
     typer.Option("--by", metavar="COLUMN", help="Group by a runs column or label.KEY; repeatable."),
@@ -428,6 +467,8 @@ def accept(
     rules: RulesOpt = None,
     rule: RuleOpt = None,
     as_of: AsOfOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
     out: OutOpt = None,
     format: FormatOpt = None,
     recorded: Annotated[bool, typer.Option(help="Include each run's recorded rule.")] = True,
@@ -446,6 +487,7 @@ def accept(
       ocp-analytics accept runs.dataset --rule tests+review --rule 'runtime_s<=3600'
       ocp-analytics accept runs.dataset --rules team-bars.toml -o acceptance.parquet
       ocp-analytics accept runs.dataset --as-of 2026-12-01T00:00:00Z -f csv -o acc.csv
+      ocp-analytics accept runs.dataset --since 7d -o last-week.csv
     """
     from ocp_analytics.api import acceptance, write_acceptance
 
@@ -453,12 +495,16 @@ def accept(
         fmt = output_format(format, out)
         when = _as_of(as_of)
         alt = _rules_arg(rules, rule)
-        if fmt is Format.parquet and out is not None:
-            rows = write_acceptance(dataset, out, alt, as_of=when, recorded=recorded)
-            typer.echo(f"wrote {rows:,} rows to {out} (as_of {when.isoformat()})", err=True)
-            return
-        frame = acceptance(dataset, alt, as_of=when, recorded=recorded)
-        emit(frame.sort("run_id", "rule").collect(), fmt, out, when)
+        with _warnings_as_lines():
+            if fmt is Format.parquet and out is not None:
+                rows = write_acceptance(
+                    dataset, out, alt, as_of=when, recorded=recorded, since=since, until=until
+                )
+                typer.echo(f"wrote {rows:,} rows to {out} (as_of {when.isoformat()})", err=True)
+                return
+            lazy = acceptance(dataset, alt, as_of=when, recorded=recorded, since=since, until=until)
+            frame = lazy.sort("run_id", "rule").collect()
+        emit(frame, fmt, out, when)
     except OcpAnalyticsError as exc:
         raise _fail(exc) from exc
 
@@ -509,6 +555,14 @@ def rates(
         typer.Option("--min-tier", help="Count only outcomes at least this strong as decided."),
     ] = None,
     as_of: AsOfOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    period: Annotated[
+        Period | None,
+        typer.Option(
+            "--period", help="Rates per UTC day, week (from Monday) or month (a column period)."
+        ),
+    ] = None,
     out: OutOpt = None,
     format: FormatOpt = None,
 ) -> None:
@@ -526,20 +580,24 @@ def rates(
       ocp-analytics rates runs.dataset --rules team-bars.toml --by label.team --by task_type
       ocp-analytics rates runs.dataset --min-tier verified        # verified-only rate
       ocp-analytics rates runs.dataset --rule tests+review -o rates.csv
+      ocp-analytics rates runs.dataset --since 30d --period week --by label.team
     """
     from ocp_analytics.api import rates as run_rates
 
     try:
         fmt = output_format(format, out)
         when = _as_of(as_of)
-        frame = run_rates(
-            dataset,
-            _rules_arg(rules, rule),
-            by=by or [],
-            min_tier=None if min_tier is None else min_tier.value,
-            as_of=when,
-        ).collect()
-        _warn_empty_labels(frame, by)
+        with _warnings_as_lines():
+            frame = run_rates(
+                dataset,
+                _rules_arg(rules, rule),
+                by=by or [],
+                min_tier=None if min_tier is None else min_tier.value,
+                as_of=when,
+                since=since,
+                until=until,
+                period=None if period is None else period.value,
+            ).collect()
         emit(rates_table(frame) if fmt is Format.table else frame, fmt, out, when)
     except OcpAnalyticsError as exc:
         raise _fail(exc) from exc
@@ -574,6 +632,8 @@ def compare(
     rule: RuleOpt = None,
     by: ByOpt = None,
     as_of: AsOfOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
     sample: Annotated[int, typer.Option(min=0, help="Run ids shown per flip (0 or more).")] = 5,
     out: OutOpt = None,
     format: FormatOpt = None,
@@ -602,8 +662,11 @@ def compare(
             raise OcpAnalyticsError(
                 hint("compare needs rules to compare.", "pass --rules FILE or --rule SHORT.")
             )
-        matrix, flips = run_compare(dataset, items, by=by or [], as_of=when, sample=sample)
-        m, f = matrix.collect(), flips.collect()
+        with _warnings_as_lines():
+            matrix, flips = run_compare(
+                dataset, items, by=by or [], as_of=when, sample=sample, since=since, until=until
+            )
+            m, f = matrix.collect(), flips.collect()
         _warn_empty_labels(m, by)
         if fmt is Format.table:
             text = "\n".join(
