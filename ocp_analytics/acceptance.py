@@ -37,6 +37,7 @@ from ocp_analytics.features import (
     event_rows,
     latest_scores,
     latest_verdicts,
+    matched_events,
     placed,
     score_state,
     window_open,
@@ -49,7 +50,7 @@ OUTPUT_SCHEMA = dict(polars_schema("acceptance"))
 assert list(OUTPUT_SCHEMA) == ACCEPTANCE.names
 _APOS = ATTEMPT_FIELDS["pos"]
 
-__all__ = ["OUTPUT_SCHEMA", "SEP", "TIER_RANK", "decide", "finish"]
+__all__ = ["OUTPUT_SCHEMA", "SEP", "TIER_RANK", "decide", "finish", "turned_by_late_event"]
 
 
 def tier_word(rank: pl.Expr) -> pl.Expr:
@@ -175,6 +176,28 @@ def _output(
         pl.lit(as_of).dt.cast_time_unit("us").alias("as_of"),
         *carried,
     ).cast({k: v for k, v in OUTPUT_SCHEMA.items()})
+
+
+def turned_by_late_event() -> pl.Expr:
+    """Rows a counted excluded event turned to ``rejected`` (over acceptance rows).
+
+    Rejected, with a ``late:`` reason and no failing part (``failed:`` or
+    ``below_target:``): without the event the run would have been accepted,
+    or unknown when a part was missing ("accepted yesterday, reverted today").
+
+    Examples
+    --------
+    >>> acc = pl.DataFrame({"outcome": ["rejected", "rejected", "accepted"],
+    ...     "reasons": [["late:revert"], ["failed:tests", "late:revert"], []]})
+    >>> acc.filter(turned_by_late_event()).height
+    1
+    """
+    word = pl.element()
+    late = pl.col("reasons").list.eval(word.str.starts_with("late:")).list.any()
+    failing = word.str.starts_with("failed:") | word.str.starts_with("below_target:")
+    return (
+        (pl.col("outcome") == "rejected") & late & ~pl.col("reasons").list.eval(failing).list.any()
+    )
 
 
 # --- alternative rules: compiled columns ---------------------------------------------
@@ -476,12 +499,14 @@ def decide(
     """Acceptance rows of one set of runs: a frame for the recorded rules, one per rule.
 
     ``tables`` holds ``runs``, ``signals``, ``attempts`` and ``rules`` (every
-    row of a run together). The shared features are computed once and held
-    in memory; each returned frame is lazy over them, so a writer can collect
-    one rule's rows at a time. ``carry`` are named expressions over ``runs``
-    (for example group columns) added to every row; their names start with
-    ``_`` so they cannot shadow a column the evaluation reads. With
-    ``reasons`` false the ``reasons`` column is left null.
+    row of a run together), and optionally ``events`` (late events,
+    SEMANTICS §11) with the runs' ``artifacts`` they are matched through. The
+    shared features are computed once and held in memory; each returned
+    frame is lazy over them, so a writer can collect one rule's rows at a
+    time. ``carry`` are named expressions over ``runs`` (for example group
+    columns) added to every row; their names start with ``_`` so they cannot
+    shadow a column the evaluation reads. With ``reasons`` false the
+    ``reasons`` column is left null.
     """
     carried = _carried(carry)
     runs, signals, attempts = tables["runs"], tables["signals"], tables["attempts"]
@@ -495,7 +520,10 @@ def decide(
         placed(latest_scores(signals, s_names), positions) if recorded or c.scores else None,
     ]
     aggs = _event_aggs(c, as_of)
-    ev = event_rows(signals, runs, None if recorded else c.events)
+    late = None
+    if tables.get("events") is not None and tables.get("artifacts") is not None:
+        late = matched_events(tables["events"], tables["artifacts"])
+    ev = event_rows(signals, runs, None if recorded else c.events, late)
     if aggs:
         queries.append(ev.group_by("doc_id").agg(aggs))
     done = pl.collect_all([q for q in queries if q is not None])

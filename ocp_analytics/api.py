@@ -15,7 +15,7 @@ from pathlib import Path
 
 import polars as pl
 
-from ocp_analytics.acceptance import OUTPUT_SCHEMA
+from ocp_analytics.acceptance import OUTPUT_SCHEMA, turned_by_late_event
 from ocp_analytics.evaluate import SLICE_RUNS, run
 from ocp_analytics.exceptions import OcpAnalyticsError, hint
 from ocp_analytics.rates import (
@@ -34,15 +34,16 @@ __all__ = ["acceptance", "attempts_distribution", "compare", "rates", "write_acc
 
 
 class _Collect:
-    """Keeps every decision frame (for :func:`acceptance`)."""
+    """Keeps every decision frame (for :func:`acceptance`), optionally filtered."""
 
     columns = tuple(OUTPUT_SCHEMA)
 
-    def __init__(self) -> None:
+    def __init__(self, keep: pl.Expr | None = None) -> None:
         self.frames: list[pl.DataFrame] = []
+        self.keep = keep
 
     def add(self, decisions: pl.DataFrame) -> None:
-        self.frames.append(decisions)
+        self.frames.append(decisions if self.keep is None else decisions.filter(self.keep))
 
 
 class _Writer:
@@ -50,14 +51,17 @@ class _Writer:
 
     columns = tuple(OUTPUT_SCHEMA)
 
-    def __init__(self, writer: object, schema: object) -> None:
+    def __init__(self, writer: object, schema: object, keep: pl.Expr | None = None) -> None:
         self.writer = writer
         self.schema = schema
+        self.keep = keep
         self.rows = 0
 
     def add(self, decisions: pl.DataFrame) -> None:
         import pyarrow as pa
 
+        if self.keep is not None:
+            decisions = decisions.filter(self.keep)
         table = decisions.to_arrow()
         batches = pa.Table.from_batches(table.to_batches(), schema=self.schema)
         self.writer.write_table(batches)  # type: ignore[attr-defined]
@@ -72,6 +76,7 @@ def acceptance(
     recorded: bool = True,
     since: When = None,
     until: When = None,
+    late_only: bool = False,
 ) -> pl.LazyFrame:
     """Acceptance of every run, under its recorded rule and alternative rules.
 
@@ -92,6 +97,9 @@ def acceptance(
     since, until
         Only runs whose time (``ended_at``, else ``started_at``) falls in
         ``[since, until)``: instants, or durations before ``as_of`` (``7d``).
+    late_only
+        Keep only the rows a counted excluded event turned to ``rejected``
+        (see :func:`~ocp_analytics.acceptance.turned_by_late_event`).
 
     Returns
     -------
@@ -113,7 +121,7 @@ def acceptance(
     """
     alt, when = resolve_rules(rules), resolve_as_of(as_of)  # type: ignore[arg-type]
     lo, hi = resolve_window(since, until, when)
-    sink = _Collect()
+    sink = _Collect(turned_by_late_event() if late_only else None)
     run(dataset, alt, when, [sink], recorded=recorded, since=lo, until=hi, slice_runs=1 << 62)
     if not sink.frames:
         return pl.LazyFrame(schema=OUTPUT_SCHEMA)
@@ -129,6 +137,7 @@ def write_acceptance(
     recorded: bool = True,
     since: When = None,
     until: When = None,
+    late_only: bool = False,
     slice_runs: int = SLICE_RUNS,
     progress: Callable[[int, int], None] | None = None,
 ) -> int:
@@ -142,7 +151,7 @@ def write_acceptance(
 
     Parameters
     ----------
-    dataset, rules, as_of, recorded, since, until
+    dataset, rules, as_of, recorded, since, until, late_only
         As for :func:`acceptance`.
     out
         The Parquet file to write.
@@ -177,7 +186,7 @@ def write_acceptance(
     schema = ACCEPTANCE.with_metadata({b"ocp_analytics.as_of": when.isoformat().encode()})
     try:
         with pq.ParquetWriter(tmp, schema) as writer:
-            sink = _Writer(writer, schema)
+            sink = _Writer(writer, schema, turned_by_late_event() if late_only else None)
             run(
                 dataset,
                 alt,

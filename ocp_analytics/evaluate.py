@@ -24,7 +24,7 @@ from ocp_analytics.rules import Rule
 from ocp_analytics.timeaxis import in_window
 
 SLICE_RUNS = 500_000
-SLICED_TABLES = ("runs", "signals", "attempts", "rules")
+SLICED_TABLES = ("runs", "signals", "attempts", "rules", "artifacts")
 _LAST_ID = (1 << 63) - 1
 
 Tables = Mapping[str, pl.LazyFrame]

@@ -149,11 +149,66 @@ def placed(latest: pl.LazyFrame, positions: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
+COMMIT_KINDS = ("commit", "merge")
+# Matched late events sort after every signal of their run (SEMANTICS §11:
+# as if appended to run.signals), among themselves by time, then id.
+APPENDED = 1 << 32
+
+
+def matched_events(events: pl.LazyFrame, artifacts: pl.LazyFrame) -> pl.LazyFrame:
+    """Late events matched to runs: ``doc_id, name, sig_idx, observed_at, tier``.
+
+    An event concerns a commit; a run's artifacts of kind ``commit`` or
+    ``merge`` name its commits (the artifact's ``path``, else its id). One
+    commit shared by several runs matches each. Matching happens at read
+    time, so an event may arrive before or after its run.
+
+    Examples
+    --------
+    >>> from datetime import UTC, datetime
+    >>> art = pl.LazyFrame({"doc_id": [1, 2], "kind": ["commit", "file"],
+    ...                     "path": ["abc123", "abc123"], "artifact_id": ["a", "b"]})
+    >>> ev = pl.LazyFrame({"event_id": ["e1"], "commit": ["abc123"], "kind": ["event"],
+    ...                    "name": ["revert"], "observed_at": [datetime(2026, 12, 1, tzinfo=UTC)],
+    ...                    "tier": ["verified"]})
+    >>> matched_events(ev, art).select("doc_id", "name").collect().rows()
+    [(1, 'revert')]
+    """
+    commits = (
+        artifacts.filter(pl.col("kind").is_in(COMMIT_KINDS))
+        .select("doc_id", pl.coalesce("path", "artifact_id").alias("commit"))
+        .filter(pl.col("commit").is_not_null())
+        .unique()
+    )
+    order: list[pl.Expr | str] = [pl.col("observed_at").is_not_null(), "observed_at", "event_id"]
+    return (
+        events.filter(pl.col("kind") == "event")
+        .join(commits, on="commit")
+        .sort("doc_id", *order)
+        .select(
+            "doc_id",
+            "name",
+            (pl.lit(APPENDED, pl.Int64) + pl.int_range(pl.len()).over("doc_id")).alias("sig_idx"),
+            "observed_at",
+            "tier",
+        )
+    )
+
+
 def event_rows(
-    signals: pl.LazyFrame, runs: pl.LazyFrame, names: Sequence[str] | None = None
+    signals: pl.LazyFrame,
+    runs: pl.LazyFrame,
+    names: Sequence[str] | None = None,
+    matched: pl.LazyFrame | None = None,
 ) -> pl.LazyFrame:
-    """Event signals (``doc_id, name, sig_idx, observed_at, rank``) with the run's ``ended_at``."""
-    ev = signals.filter(pl.col("kind") == "event")
+    """Event signals (``doc_id, name, sig_idx, observed_at, rank``) with the run's ``ended_at``.
+
+    ``matched`` (from :func:`matched_events`) are appended to the run's own.
+    """
+    cols = ["doc_id", "name", pl.col("sig_idx").cast(pl.Int64), "observed_at", "tier"]
+    ev = signals.filter(pl.col("kind") == "event").select(cols)
+    if matched is not None:
+        ev = pl.concat([ev, matched.select(cols)])
     if names is not None:
         ev = ev.filter(pl.col("name").is_in(list(names)))
     return ev.select(

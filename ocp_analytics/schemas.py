@@ -293,6 +293,28 @@ TABLES: dict[str, pa.Schema] = {
 RUN_TABLES = ("runs", "attempts", "signals", "rules", "artifacts", "findings")
 
 
+# Late events that arrive apart from their run (SEMANTICS §11): OCP signals of
+# kind "event" plus the commit they concern, matched to runs at read time
+# through the runs' commit/merge artifacts.
+EVENTS = pa.schema(
+    [
+        pa.field("event_id", STR, nullable=False),
+        pa.field("commit", STR),
+        pa.field("kind", STR),
+        pa.field("name", STR),
+        pa.field("value_text", STR),
+        pa.field("observed_at", TS),
+        pa.field("observed_at_raw", STR),
+        pa.field("source_kind", STR),
+        pa.field("source_ref", STR),
+        pa.field("tier", STR),
+        pa.field("batch_id", STR, nullable=False),
+        pa.field("source_path", STR),
+        pa.field("source_line", pa.int64()),
+        pa.field("source_index", pa.int64()),
+    ]
+)
+
 # What the engine writes: one row per (run, rule) (SEMANTICS §6–§9); large strings,
 # as polars hands them to Arrow, so writing needs no cast.
 _LSTR = pa.large_string()
@@ -312,7 +334,7 @@ ACCEPTANCE = pa.schema(
         ("as_of", TS),
     ]
 )
-OUTPUTS: dict[str, pa.Schema] = {"acceptance": ACCEPTANCE}
+OUTPUTS: dict[str, pa.Schema] = {"acceptance": ACCEPTANCE, "events": EVENTS}
 
 
 def polars_schema(table: str) -> pl.Schema:

@@ -529,3 +529,49 @@ def evaluate(doc: dict, rule: dict | str, as_of: datetime) -> dict:
         **attempt,
         "window_open": window_open(eff, ended_at, as_of),
     }
+
+
+# --- §11: late events that arrive apart from the run ---------------------------
+
+COMMIT_KINDS = ("commit", "merge")
+
+
+def commits_of(doc: dict) -> set[str]:
+    """§11: the commits a run names: its artifacts of kind ``commit`` or ``merge``,
+    each by its ``path`` (a string), else its ``id``."""
+    out: set[str] = set()
+    artifacts = doc.get("artifacts") if isinstance(doc, dict) else None
+    for art in artifacts if isinstance(artifacts, list) else []:
+        if not isinstance(art, dict):
+            continue
+        kind = art.get("kind")
+        value = kind.get("value") if isinstance(kind, dict) else None
+        if value not in COMMIT_KINDS:
+            continue
+        path, ident = art.get("path"), art.get("id")
+        commit = path if isinstance(path, str) else ident if isinstance(ident, str) else None
+        if commit is not None:
+            out.add(commit)
+    return out
+
+
+def with_late_events(doc: dict, events: list[dict]) -> dict:
+    """§11: the document with every event about one of its commits appended to
+    ``run.signals`` (by time, unknown first, then event id), as a plain reading
+    of "treated as if appended to the run's signals"."""
+    commits = commits_of(doc)
+    matched = [e for e in events if e.get("kind") == "event" and e.get("commit") in commits]
+    low = datetime.min.replace(tzinfo=UTC)
+
+    def order(e: dict) -> tuple:
+        t = parse_ts(e.get("observed_at"))
+        return (t is not None, t or low, e["id"])
+
+    appended = [
+        {k: e[k] for k in ("kind", "name", "value", "observed_at", "tier") if k in e}
+        for e in sorted(matched, key=order)
+    ]
+    run = dict(_run_of(doc))
+    own = run.get("signals")
+    run["signals"] = (own if isinstance(own, list) else []) + appended
+    return {**doc, "run": run}
