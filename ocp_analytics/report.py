@@ -67,10 +67,6 @@ class _Context:
     period: str
     sample: int
 
-    @property
-    def window(self) -> dict[str, Any]:
-        return {"since": self.since, "until": self.until, "as_of": self.as_of}
-
     def previous(self) -> tuple[datetime, datetime] | None:
         """The window of the same length just before this one (none without ``since``)."""
         if self.since is None:
@@ -266,7 +262,7 @@ def _tier_mix(head: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _provisional(trend: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame:
+def _provisional(trend: pl.DataFrame) -> pl.DataFrame:
     """Accepted runs whose window is still open, per period and rule (groups added up)."""
     if "period" not in trend.columns or trend.is_empty():
         return pl.DataFrame(
@@ -321,7 +317,7 @@ def build_figures(ctx: _Context) -> dict[str, pl.DataFrame]:
         "flips": _flips(ev["flips"]),
         "attempts_distribution": ev["attempts"],
         "tier_mix": _tier_mix(head),
-        "provisional": _provisional(ev["trend"], ctx.by),
+        "provisional": _provisional(ev["trend"]),
         **_quality(ds),
     }
 
