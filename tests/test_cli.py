@@ -351,3 +351,24 @@ def test_link_checker_finds_what_is_broken(tmp_path: Path) -> None:
         "../x.md: outside the repository",
         "a.md#nope: no heading #nope in a.md",
     ]
+
+
+# --------------------------------------------------------------------- ingest
+
+
+def test_ingest_of_an_empty_folder_is_a_no_op(tmp_path: Path) -> None:
+    (tmp_path / "today").mkdir()
+    result = ok("ingest", str(tmp_path / "today"), "-o", str(tmp_path / "runs.dataset"))
+    assert result.stdout.splitlines()[1] == "sources: 0 (no document file found; nothing to do)"
+
+
+def test_ingest_of_a_path_matching_nothing_is_an_error(tmp_path: Path) -> None:
+    text = failed(1, "ingest", str(tmp_path / "nope"), "-o", str(tmp_path / "runs.dataset"))
+    assert text.startswith("error: ") and "Hint: " in text
+
+
+def test_ingest_strict_exits_3(tmp_path: Path) -> None:
+    bad = Path(__file__).parent / "data" / "bad" / "not_json.ndjson"
+    result = run("ingest", str(bad), "-o", str(tmp_path / "runs.dataset"), "--strict")
+    assert result.exit_code == 3
+    assert result.stderr == "error: 1 document(s) quarantined\n"
