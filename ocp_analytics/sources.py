@@ -96,9 +96,27 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def _text(path: str) -> str:
+    r"""A path as text for tables and the manifest.
+
+    Bytes of a file name that are not UTF-8 are shown as ``\xNN`` escapes,
+    never dropped or replaced.
+
+    Examples
+    --------
+    >>> _text("runs/caf\udce9.ndjson")
+    'runs/caf\\xe9.ndjson'
+    """
+    try:
+        path.encode()
+    except UnicodeEncodeError:
+        return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return path
+
+
 def _source(display: str, file: Path) -> Source:
     resolved = STDIN if display == STDIN else str(file.resolve())
-    return Source(display, file, file.stat().st_size, _sha256(file), resolved)
+    return Source(_text(display), file, file.stat().st_size, _sha256(file), _text(resolved))
 
 
 def _spool_stdin() -> Path:

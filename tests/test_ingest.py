@@ -387,3 +387,14 @@ def test_issue9_read_documents_takes_strings_orjson_refuses() -> None:
         ("r1", "out_of_range", "$.attempts[0].n"),
         ("r2", "invalid_utf8", "$.run.title"),
     ]
+
+
+def test_issue9_file_name_that_is_not_utf8_does_not_abort_the_ingest(tmp_path: Path) -> None:
+    import os
+
+    (tmp_path / "src").mkdir()
+    shutil.copy(EXAMPLES / "v0.3" / "solo.ocp.json", tmp_path / "src" / os.fsdecode(b"\xff.json"))
+    s = oa.ingest(tmp_path / "src", tmp_path / "ds")
+    assert (s.runs_new, s.reconciles) == (1, True)
+    runs = oa.scan_dataset(tmp_path / "ds").runs.select("source_path").collect()
+    assert runs.rows() == [(str(tmp_path / "src") + "/\\xff.json",)]

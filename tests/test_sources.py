@@ -205,3 +205,14 @@ def test_issue9_bytes_that_are_not_utf8_in_a_json_file(tmp_path: Path) -> None:
     data = (tmp_path / "a.json").read_bytes()
     [(meta, _)] = list(read_chunks(Source("a.json", tmp_path / "a.json", len(data), "x"), 9, []))
     assert meta.raw == {0: '{"run": {"id": "r1", "title": "\udcc3"}}'}
+
+
+def test_issue9_file_name_that_is_not_utf8_is_shown_escaped(tmp_path: Path) -> None:
+    import os
+
+    name = os.fsdecode(b"caf\xe9.ndjson")
+    (tmp_path / name).write_text(DOC % 1 + "\n")
+    [src] = find_sources([tmp_path])
+    assert src.path == str(tmp_path) + "/caf\\xe9.ndjson"
+    assert src.resolved == str(tmp_path.resolve()) + "/caf\\xe9.ndjson"
+    assert src.file == tmp_path / name
