@@ -69,6 +69,7 @@ class Source:
     size: int
     sha256: str
     resolved: str = ""  # the absolute, resolved path ("-" for stdin): re-ingest key
+    error: str | None = None  # why the file cannot be read (one ``unreadable`` row)
 
     @property
     def kind(self) -> str:
@@ -115,8 +116,12 @@ def _text(path: str) -> str:
 
 
 def _source(display: str, file: Path) -> Source:
-    resolved = STDIN if display == STDIN else str(file.resolve())
-    return Source(_text(display), file, file.stat().st_size, _sha256(file), _text(resolved))
+    """A source; a file that cannot be read is one too (it is reported, not fatal)."""
+    resolved = _text(STDIN if display == STDIN else str(file.resolve()))
+    try:
+        return Source(_text(display), file, file.stat().st_size, _sha256(file), resolved)
+    except OSError as exc:
+        return Source(_text(display), file, 0, "", resolved, f"{type(exc).__name__}: {exc}")
 
 
 def _spool_stdin() -> Path:
@@ -177,9 +182,6 @@ class ReadProblem:
     message: str
     line: int | None = None
     head: str = ""
-
-
-_READ_ERRORS = (OSError, EOFError, zlib.error, zstandard.ZstdError)
 
 
 # --- bytes: decompression -------------------------------------------------------
@@ -308,8 +310,8 @@ def _blocks(file: Path, problems: list[ReadProblem]) -> Iterator[bytes]:
                 yield from iter(lambda: f.read(BLOCK), b"")
             else:
                 yield from _decompressed(f, fmt, problems)
-    except _READ_ERRORS as exc:
-        problems.append(ReadProblem("corrupt", f"the source cannot be read: {exc}"))
+    except OSError as exc:  # (decompression errors are caught where they happen)
+        problems.append(ReadProblem("unreadable", f"the file cannot be read: {exc}"))
 
 
 # --- lines -------------------------------------------------------------------------
@@ -418,6 +420,11 @@ def read_chunks(source: Source, size: int, problems: list[ReadProblem]) -> Itera
     code, message and line; each is one quarantine row.
     """
     chunker = _Chunker(source, size)
+    if source.error is not None:
+        problems.append(
+            ReadProblem("unreadable", f"the file cannot be read: {source.error}", line=1)
+        )
+        return
     readers = {"json": _read_json, "ndjson": _read_ndjson, "stream": _read_stream}
     yield from readers[source.kind](source, chunker, problems)
     if chunker.texts:

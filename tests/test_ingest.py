@@ -398,3 +398,31 @@ def test_issue9_file_name_that_is_not_utf8_does_not_abort_the_ingest(tmp_path: P
     assert (s.runs_new, s.reconciles) == (1, True)
     runs = oa.scan_dataset(tmp_path / "ds").runs.select("source_path").collect()
     assert runs.rows() == [(str(tmp_path / "src") + "/\\xff.json",)]
+
+
+def test_issue9_unreadable_file_is_quarantined_and_the_rest_ingested(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ocp_analytics import sources
+
+    (tmp_path / "src").mkdir()
+    for name in ("a.json", "b.json"):
+        shutil.copy(EXAMPLES / "v0.3" / "solo.ocp.json", tmp_path / "src" / name)
+    real = sources._sha256
+
+    def denied(path: Path) -> str:
+        if path.name == "a.json":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(sources, "_sha256", denied)
+    s = oa.ingest(tmp_path / "src", tmp_path / "ds")
+    assert (s.documents_read, s.runs_new, s.quarantined, s.reconciles) == (2, 1, 1, True)
+    q = oa.scan_dataset(tmp_path / "ds").quarantine.collect()
+    assert q.select("source_path", "source_line", "code").rows() == [
+        (str(tmp_path / "src" / "a.json"), 1, "unreadable")
+    ]
+    assert q.item(0, "message") == (
+        f"the file cannot be read: PermissionError: [Errno 13] Permission denied: "
+        f"'{tmp_path / 'src' / 'a.json'}'"
+    )
