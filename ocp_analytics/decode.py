@@ -401,10 +401,11 @@ def decode_texts(
         .to_series()
         .fill_null(False)
     )
-    fast = [i for i, f in enumerate(flagged.to_list()) if not f]
-    slow = [i for i, f in enumerate(flagged.to_list()) if f or i in raw]
-    if raw:
-        fast = [i for i in fast if i not in raw]
+    flags = flagged.to_list()
+    for i in raw:
+        flags[i] = True
+    fast = [i for i, f in enumerate(flags) if not f]
+    slow = [i for i, f in enumerate(flags) if f]
     parts: list[_Part] = []
     for start in range(0, len(fast), SUBCHUNK):
         pos = fast[start : start + SUBCHUNK]

@@ -321,8 +321,8 @@ _RANK = ("e", "o", "s")
 _RULE = "later run.ended_at, then later latest signal observed_at, then larger doc_sha256"
 
 
-def _ranked(tables: ChunkTables, known: _Known) -> pl.DataFrame:
-    """Each run of a chunk: hashes, the current version's hash ``kh``, its rank."""
+def _ranked(tables: ChunkTables) -> pl.DataFrame:
+    """Each run of a chunk: its hashes and the rank of its version (built on a worker)."""
     last_obs = tables["signals"].group_by("doc_id").agg(pl.col("observed_at").max().alias("o"))
     r = (
         tables["runs"]
@@ -341,7 +341,7 @@ def _ranked(tables: ChunkTables, known: _Known) -> pl.DataFrame:
         )
         .sort("doc_id")
     )
-    return r.with_columns(known.lookup(r.get_column("k")))
+    return r
 
 
 _WHERE = ("source_path", "source_line", "source_index")
@@ -479,9 +479,13 @@ def _quarantine_problems(
 _Task = tuple[ChunkMeta, frozenset[int], int, str]  # texts, cut positions, doc_id base, batch
 
 
-def _build(task: _Task) -> ChunkTables:
+_Built = tuple[ChunkTables, pl.DataFrame]  # the tables, and their runs ranked (_ranked)
+
+
+def _build(task: _Task) -> _Built:
     meta, cut, base, batch_id = task
-    return build_tables(decode_texts(meta.texts, cut, raw=meta.raw), meta, base, batch_id)
+    tables = build_tables(decode_texts(meta.texts, cut, raw=meta.raw), meta, base, batch_id)
+    return tables, _ranked(tables)
 
 
 class _Ingest:
@@ -549,7 +553,7 @@ class _Ingest:
         self.in_flight += builds
         self.run_steps(self.n_workers if self.pool else 0)
 
-    def build(self, task: _Task) -> Callable[[], ChunkTables]:
+    def build(self, task: _Task) -> Callable[[], _Built]:
         """Start building a chunk; the returned callable gives its tables.
 
         The first chunk is built here; workers start with the second one.
@@ -586,13 +590,14 @@ class _Ingest:
 
     def write_chunk(
         self,
-        built: Callable[[], ChunkTables],
+        built: Callable[[], _Built],
         batch: _Batch,
         summary: SourceSummary,
         n_texts: int,
     ) -> None:
-        tables = built()
-        status, dups = _classify(_ranked(tables, self.known), batch.versions)
+        tables, ranked = built()
+        ranked = ranked.with_columns(self.known.lookup(ranked.get_column("k")))
+        status, dups = _classify(ranked, batch.versions)
         skip = status.filter(pl.col("status").is_in(["unchanged", "outranked"])).select("doc_id")
         frames = dict(tables.frames)
         if skip.height:
