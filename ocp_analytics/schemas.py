@@ -279,23 +279,10 @@ QUARANTINE = pa.schema(
     ]
 )
 
-TABLES: dict[str, pa.Schema] = {
-    "runs": RUNS,
-    "attempts": ATTEMPTS,
-    "signals": SIGNALS,
-    "rules": RULES,
-    "artifacts": ARTIFACTS,
-    "findings": FINDINGS,
-    "quarantine": QUARANTINE,
-}
-
-# Tables holding one version of a run's content, keyed by ``doc_id``.
-RUN_TABLES = ("runs", "attempts", "signals", "rules", "artifacts", "findings")
-
-
 # Late events that arrive apart from their run (SEMANTICS §11): OCP signals of
 # kind "event" plus the commit they concern, matched to runs at read time
-# through the runs' commit/merge artifacts.
+# through the runs' commit/merge artifacts. Not per run: every committed row is
+# current (an event id is stored once; the first stored record wins, see events.py).
 EVENTS = pa.schema(
     [
         pa.field("event_id", STR, nullable=False),
@@ -314,6 +301,21 @@ EVENTS = pa.schema(
         pa.field("source_index", pa.int64()),
     ]
 )
+
+TABLES: dict[str, pa.Schema] = {
+    "runs": RUNS,
+    "attempts": ATTEMPTS,
+    "signals": SIGNALS,
+    "rules": RULES,
+    "artifacts": ARTIFACTS,
+    "findings": FINDINGS,
+    "quarantine": QUARANTINE,
+    "events": EVENTS,
+}
+
+# Tables holding one version of a run's content, keyed by ``doc_id``.
+RUN_TABLES = ("runs", "attempts", "signals", "rules", "artifacts", "findings")
+
 
 # What the engine writes: one row per (run, rule) (SEMANTICS §6–§9); large strings,
 # as polars hands them to Arrow, so writing needs no cast.
@@ -334,11 +336,38 @@ ACCEPTANCE = pa.schema(
         ("as_of", TS),
     ]
 )
-OUTPUTS: dict[str, pa.Schema] = {"acceptance": ACCEPTANCE, "events": EVENTS}
+OUTPUTS: dict[str, pa.Schema] = {"acceptance": ACCEPTANCE}
+
+
+def _polars_dtype(t: pa.DataType) -> pl.DataType:
+    """The polars type of an Arrow type used here (no conversion of data, so
+    polars does not import pandas, which costs a third of a second)."""
+    simple: dict[pa.DataType, pl.DataType] = {
+        pa.string(): pl.String(),
+        pa.large_string(): pl.String(),
+        pa.int32(): pl.Int32(),
+        pa.int64(): pl.Int64(),
+        pa.float64(): pl.Float64(),
+        pa.bool_(): pl.Boolean(),
+    }
+    if t in simple:
+        return simple[t]
+    if pa.types.is_timestamp(t):
+        return pl.Datetime(t.unit, t.tz)
+    if pa.types.is_map(t):
+        return pl.Map(_polars_dtype(t.key_type), _polars_dtype(t.item_type))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return pl.List(_polars_dtype(t.value_type))
+    raise TypeError(f"no polars type known for {t}")  # pragma: no cover
 
 
 def polars_schema(table: str) -> pl.Schema:
-    """The polars schema of a dataset table or an output (derived from its pyarrow schema)."""
-    empty = pl.from_arrow({**TABLES, **OUTPUTS}[table].empty_table())
-    assert isinstance(empty, pl.DataFrame)
-    return empty.schema
+    """The polars schema of a dataset table or an output (derived from its pyarrow schema).
+
+    Examples
+    --------
+    >>> polars_schema("acceptance")["reasons"]
+    List(String)
+    """
+    schema = {**TABLES, **OUTPUTS}[table]
+    return pl.Schema({f.name: _polars_dtype(f.type) for f in schema})
