@@ -74,6 +74,13 @@ class Tier(StrEnum):
     asserted = "asserted"
 
 
+class Engine(StrEnum):
+    """Who runs the evaluation: this process (polars) or a Spark cluster."""
+
+    polars = "polars"
+    spark = "spark"
+
+
 # the format an --out file gets when --format is absent
 SUFFIX_FORMATS = {
     ".csv": Format.csv,
@@ -158,6 +165,37 @@ class _RichProgress:
         self.bar.stop()
 
 
+EngineOpt = Annotated[
+    Engine,
+    typer.Option(
+        "--engine",
+        help="polars (this process) or spark (ocp_analytics.spark; pip install "
+        "'ocp-analytics[spark]').",
+    ),
+]
+SparkMasterOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--spark-master",
+        metavar="URL",
+        help="Spark master for --engine spark (default local[*]; under spark-submit, its own).",
+    ),
+]
+SparkConfOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--spark-conf", metavar="KEY=VALUE", help="A Spark setting for --engine spark; repeatable."
+    ),
+]
+
+
+def _spark_session(master: str | None, conf: list[str] | None) -> Any:
+    """A SparkSession for ``--engine spark`` as a context (``ocp_analytics.spark.running``)."""
+    from ocp_analytics import spark
+
+    return spark.running(master, spark.parse_conf(conf or []))
+
+
 @app.command()
 def ingest(
     sources: Annotated[list[str], typer.Argument(help="Files, folders, globs, or - for stdin.")],
@@ -168,6 +206,9 @@ def ingest(
         int | None,
         typer.Option(min=0, help="Threads decoding chunks (default: one per core, at most 2)."),
     ] = None,
+    engine: EngineOpt = Engine.polars,
+    spark_master: SparkMasterOpt = None,
+    spark_conf: SparkConfOpt = None,
 ) -> None:
     """Ingest OCP run documents into a Parquet dataset.
 
@@ -183,24 +224,86 @@ def ingest(
       ocp-analytics ingest runs/ --out runs.dataset
       ocp-analytics ingest 'exports/*.jsonl.zst' more.ndjson.gz -o runs.dataset
       cat today.ndjson | ocp-analytics ingest - -o runs.dataset --strict
+      ocp-analytics ingest 'exports/*.ndjson.gz' -o runs.dataset --engine spark
     """
     from ocp_analytics.ingest import WORKERS
     from ocp_analytics.ingest import ingest as run_ingest
 
     progress = _RichProgress() if (sys.stderr.isatty() and not quiet) else None
     try:
-        summary = run_ingest(
-            sources,
-            out,
-            strict=False,
-            progress=progress,
-            workers=WORKERS if workers is None else workers,
-        )
+        if engine is Engine.spark:
+            from ocp_analytics import spark
+
+            with _spark_session(spark_master, spark_conf) as session:
+                summary = spark.ingest(session, sources, out)
+        else:
+            summary = run_ingest(
+                sources,
+                out,
+                strict=False,
+                progress=progress,
+                workers=WORKERS if workers is None else workers,
+            )
     except OcpAnalyticsError as exc:
         raise _fail(exc) from exc
     typer.echo(str(summary))
     if strict and summary.quarantined:
         raise _fail(StrictIngestError(f"{summary.quarantined} document(s) quarantined"), 3)
+
+
+@app.command("ingest-events")
+def ingest_events(
+    sources: Annotated[list[str], typer.Argument(help="Files, folders, globs, or - for stdin.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="The dataset folder.")],
+    strict: Annotated[bool, typer.Option(help="Exit 3 when anything was quarantined.")] = False,
+    unmatched: Annotated[
+        bool, typer.Option("--unmatched", help="Then list the events that match no run.")
+    ] = False,
+) -> None:
+    """Ingest late events (a revert, an incident) about commits into a dataset.
+
+    Each record is an OCP signal of kind event plus the commit it concerns
+    (docs/late-events.md). Events are matched to runs when the dataset is
+    read, through each run's commit or merge artifacts, so they may arrive
+    before or after their runs. An event id already stored keeps its first
+    record; a record that cannot be read is quarantined with its line.
+
+    \b
+    Examples:
+      ocp-analytics ingest-events events.ndjson --out runs.dataset
+      ocp-analytics ingest-events 'feeds/*.ndjson.gz' -o runs.dataset --unmatched
+      curl -s https://ci.example/reverts | ocp-analytics ingest-events - -o runs.dataset
+    """
+    from ocp_analytics.events import ingest_events as run_ingest_events
+    from ocp_analytics.events import unmatched_events as run_unmatched
+
+    try:
+        summary = run_ingest_events(sources, out)
+        typer.echo(str(summary))
+        if unmatched:
+            typer.echo("")
+            typer.echo(_unmatched_text(run_unmatched(out).collect()))
+    except OcpAnalyticsError as exc:
+        raise _fail(exc) from exc
+    if strict and summary.quarantined:
+        raise _fail(StrictIngestError(f"{summary.quarantined} event record(s) quarantined"), 3)
+
+
+UNMATCHED_COLUMNS = (
+    "event_id",
+    "commit",
+    "name",
+    "observed_at",
+    "tier",
+    "source_path",
+    "source_line",
+)
+
+
+def _unmatched_text(frame: pl.DataFrame) -> str:
+    if frame.height == 0:
+        return "unmatched events: 0 (every event concerns a run)"
+    return f"unmatched events: {frame.height:,}\n" + _table(frame.select(UNMATCHED_COLUMNS))
 
 
 # ------------------------------------------------------------------ options
@@ -472,6 +575,16 @@ def accept(
     out: OutOpt = None,
     format: FormatOpt = None,
     recorded: Annotated[bool, typer.Option(help="Include each run's recorded rule.")] = True,
+    late_only: Annotated[
+        bool,
+        typer.Option(
+            "--late-only",
+            help="Only rows a late event turned to rejected (reason late:NAME, no failing part).",
+        ),
+    ] = False,
+    engine: EngineOpt = Engine.polars,
+    spark_master: SparkMasterOpt = None,
+    spark_conf: SparkConfOpt = None,
 ) -> None:
     """Per-run acceptance under each run's own rule and alternative rules.
 
@@ -488,6 +601,8 @@ def accept(
       ocp-analytics accept runs.dataset --rules team-bars.toml -o acceptance.parquet
       ocp-analytics accept runs.dataset --as-of 2026-12-01T00:00:00Z -f csv -o acc.csv
       ocp-analytics accept runs.dataset --since 7d -o last-week.csv
+      ocp-analytics accept runs.dataset --late-only   # accepted yesterday, reverted today
+      ocp-analytics accept runs.dataset --engine spark -o acceptance.parquet  # a folder of parts
     """
     from ocp_analytics.api import acceptance, write_acceptance
 
@@ -495,18 +610,61 @@ def accept(
         fmt = output_format(format, out)
         when = _as_of(as_of)
         alt = _rules_arg(rules, rule)
+        if engine is Engine.spark:
+            window = {"recorded": recorded, "since": since, "until": until}
+            _accept_spark(dataset, alt, when, window, fmt, out, spark_master, spark_conf)
+            return
         with _warnings_as_lines():
             if fmt is Format.parquet and out is not None:
                 rows = write_acceptance(
-                    dataset, out, alt, as_of=when, recorded=recorded, since=since, until=until
+                    dataset,
+                    out,
+                    alt,
+                    as_of=when,
+                    recorded=recorded,
+                    since=since,
+                    until=until,
+                    late_only=late_only,
                 )
                 typer.echo(f"wrote {rows:,} rows to {out} (as_of {when.isoformat()})", err=True)
                 return
-            lazy = acceptance(dataset, alt, as_of=when, recorded=recorded, since=since, until=until)
+            lazy = acceptance(
+                dataset,
+                alt,
+                as_of=when,
+                recorded=recorded,
+                since=since,
+                until=until,
+                late_only=late_only,
+            )
             frame = lazy.sort("run_id", "rule").collect()
         emit(frame, fmt, out, when)
     except OcpAnalyticsError as exc:
         raise _fail(exc) from exc
+
+
+def _accept_spark(
+    dataset: Path,
+    alt: list[Any],
+    when: datetime,
+    window: dict[str, Any],
+    fmt: Format,
+    out: Path | None,
+    master: str | None,
+    conf: list[str] | None,
+) -> None:
+    """``accept --engine spark``: Parquet as a folder of parts written by the tasks."""
+    from ocp_analytics import spark
+
+    with _spark_session(master, conf) as session, _warnings_as_lines():
+        if fmt is Format.parquet and out is not None:
+            rows = spark.write_acceptance(session, dataset, out, alt, when, **window)
+            typer.echo(
+                f"wrote {rows:,} rows to the folder {out} (as_of {when.isoformat()})", err=True
+            )
+            return
+        frame = spark.to_polars(spark.acceptance(session, dataset, alt, when, **window))
+    emit(frame.sort("run_id", "rule"), fmt, out, when)
 
 
 def _pct(value: float) -> str:
@@ -565,6 +723,9 @@ def rates(
     ] = None,
     out: OutOpt = None,
     format: FormatOpt = None,
+    engine: EngineOpt = Engine.polars,
+    spark_master: SparkMasterOpt = None,
+    spark_conf: SparkConfOpt = None,
 ) -> None:
     """Acceptance rates per group and rule, with 95 % Wilson intervals.
 
@@ -587,17 +748,22 @@ def rates(
     try:
         fmt = output_format(format, out)
         when = _as_of(as_of)
+        kwargs: dict[str, Any] = {
+            "by": by or [],
+            "min_tier": None if min_tier is None else min_tier.value,
+            "as_of": when,
+            "since": since,
+            "until": until,
+            "period": None if period is None else period.value,
+        }
         with _warnings_as_lines():
-            frame = run_rates(
-                dataset,
-                _rules_arg(rules, rule),
-                by=by or [],
-                min_tier=None if min_tier is None else min_tier.value,
-                as_of=when,
-                since=since,
-                until=until,
-                period=None if period is None else period.value,
-            ).collect()
+            if engine is Engine.spark:
+                from ocp_analytics import spark
+
+                with _spark_session(spark_master, spark_conf) as session:
+                    frame = spark.rates(session, dataset, _rules_arg(rules, rule), **kwargs)
+            else:
+                frame = run_rates(dataset, _rules_arg(rules, rule), **kwargs).collect()
         emit(rates_table(frame) if fmt is Format.table else frame, fmt, out, when)
     except OcpAnalyticsError as exc:
         raise _fail(exc) from exc
@@ -637,6 +803,9 @@ def compare(
     sample: Annotated[int, typer.Option(min=0, help="Run ids shown per flip (0 or more).")] = 5,
     out: OutOpt = None,
     format: FormatOpt = None,
+    engine: EngineOpt = Engine.polars,
+    spark_master: SparkMasterOpt = None,
+    spark_conf: SparkConfOpt = None,
 ) -> None:
     """Teams' bars side by side: rate matrix (group × rule) and flips per rule pair.
 
@@ -662,11 +831,22 @@ def compare(
             raise OcpAnalyticsError(
                 hint("compare needs rules to compare.", "pass --rules FILE or --rule SHORT.")
             )
+        kwargs: dict[str, Any] = {
+            "by": by or [],
+            "as_of": when,
+            "sample": sample,
+            "since": since,
+            "until": until,
+        }
         with _warnings_as_lines():
-            matrix, flips = run_compare(
-                dataset, items, by=by or [], as_of=when, sample=sample, since=since, until=until
-            )
-            m, f = matrix.collect(), flips.collect()
+            if engine is Engine.spark:
+                from ocp_analytics import spark
+
+                with _spark_session(spark_master, spark_conf) as session:
+                    m, f = spark.compare(session, dataset, items, **kwargs)
+            else:
+                matrix, flips = run_compare(dataset, items, **kwargs)
+                m, f = matrix.collect(), flips.collect()
         _warn_empty_labels(m, by)
         if fmt is Format.table:
             text = "\n".join(
@@ -778,6 +958,36 @@ def report(
     except OcpAnalyticsError as exc:
         raise _fail(exc) from exc
     typer.echo(f"wrote {files.html} and {len(files.data)} data files in {files.data_dir}", err=True)
+
+
+@app.command("unmatched-events")
+def unmatched_events(
+    dataset: DatasetArg,
+    out: OutOpt = None,
+    format: FormatOpt = None,
+) -> None:
+    """Late events whose commit no current run names (they count for no run yet).
+
+    An event is matched through a run's artifacts of kind commit or merge
+    (the artifact's path, else its id). A run naming the commit may still
+    arrive: it is matched when it does.
+
+    \b
+    Examples:
+      ocp-analytics unmatched-events runs.dataset
+      ocp-analytics unmatched-events runs.dataset -o unmatched.csv
+    """
+    from ocp_analytics.events import unmatched_events as run_unmatched
+
+    try:
+        fmt = output_format(format, out)
+        frame = run_unmatched(dataset).collect()
+        if fmt is Format.table and out is None:
+            typer.echo(_unmatched_text(frame))
+            return
+        emit(frame, fmt, out, None)
+    except OcpAnalyticsError as exc:
+        raise _fail(exc) from exc
 
 
 @app.command()

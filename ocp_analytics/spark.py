@@ -41,6 +41,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -164,6 +165,27 @@ def session(
     for key, value in {**SETTINGS, **(conf or {})}.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+@contextmanager
+def running(
+    master: str | None = None, conf: Mapping[str, str] | None = None
+) -> Iterator[SparkSession]:
+    """:func:`session` for the length of a ``with`` block, stopped after it when it made it.
+
+    A session that was already running (a notebook's, a test's) is used and left running.
+    """
+    require_pyspark()
+    from pyspark.sql import SparkSession
+
+    before = SparkSession.getActiveSession()
+    spark = session(master, conf)
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        yield spark
+    finally:
+        if before is None:
+            spark.stop()
 
 
 def parse_conf(items: Sequence[str]) -> dict[str, str]:
@@ -658,8 +680,17 @@ class _IngestJob:
     sources: list[Source]
     staging: str
     batch_id: str
+    groups: list[list[int]] = field(default_factory=list)  # source indexes of each task
     bases: list[int] = field(default_factory=list)
     fault: int | None = None
+
+    def counts(self, task: int) -> list[int]:
+        """:meth:`count` of each source of one task."""
+        return [self.count(i) for i in self.groups[task]]
+
+    def builds(self, task: int, attempt: int) -> list[dict[str, Any]]:
+        """:meth:`build` of each source of one task."""
+        return [self.build(i, attempt) for i in self.groups[task]]
 
     def count(self, index: int) -> int:
         """Document texts of one source (each takes a ``doc_id``), by the package's reader."""
@@ -673,7 +704,7 @@ class _IngestJob:
     def build(self, index: int, attempt: int) -> dict[str, Any]:
         """Read, decode and flatten one source; write its parts into the staging folder."""
         from ocp_analytics.decode import decode_texts
-        from ocp_analytics.ingest import CHUNK_DOCS, PART_RUNS, _quarantine_problems
+        from ocp_analytics.ingest import CHUNK_DOCS, PART_RUNS, _quarantine_problems, _ranked
         from ocp_analytics.sources import ReadProblem, read_chunks
         from ocp_analytics.tables import build_tables
 
@@ -686,7 +717,7 @@ class _IngestJob:
             tables = build_tables(decoded, meta, base, self.batch_id)
             base += len(meta.texts)
             texts += len(meta.texts)
-            ranks.append(_rank_rows(tables.frames))
+            ranks.append(_ranked(tables))  # what the run-version rule reads, per run
             held += writer.add(tables.frames)
             if self.fault == index:
                 writer.flush()
@@ -746,19 +777,8 @@ def _file_entry(table: str, name: str, frame: pl.DataFrame) -> dict[str, Any]:
     return entry
 
 
-def _rank_rows(frames: Mapping[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
-    """What the package's run-version rule reads of a chunk: runs' keys, latest signal time."""
-    from ocp_analytics.ingest import _WHERE
-
-    runs = frames["runs"].select("run_id", "doc_id", "doc_sha256", "ended_at", *_WHERE)
-    signals = frames["signals"].group_by("doc_id").agg(pl.col("observed_at").max())
-    return {"runs": runs, "signals": signals}
-
-
-def _concat(ranks: list[dict[str, pl.DataFrame]]) -> dict[str, pl.DataFrame] | None:
-    if not ranks:
-        return None
-    return {t: pl.concat([r[t] for r in ranks]) for t in ("runs", "signals")}
+def _concat(ranks: list[pl.DataFrame]) -> pl.DataFrame | None:
+    return pl.concat(ranks) if ranks else None
 
 
 def ingest(
@@ -833,6 +853,7 @@ def _ingest_batch(
     staging = root / STAGING / batch_id
     staging.mkdir(parents=True)
     job = _IngestJob([s for s, _ in todo], str(staging), batch_id, fault=_fault("count"))
+    job.groups = _groups([s.size for s, _ in todo], spark.sparkContext.defaultParallelism)
     try:
         counts = _run_counts(spark, job)
         job.bases = [(seq << 32) + n for n in itertools.accumulate([0, *counts[:-1]])]
@@ -851,9 +872,10 @@ def _run_counts(spark: SparkSession, job: _IngestJob) -> list[int]:
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for i in _ids(batches):
-            yield _payload(i, job.count(i))
+            yield _payload(i, job.counts(i))
 
-    return _collect_payloads(_one_per_task(spark, len(job.sources)).mapInArrow(run, _PAYLOAD))
+    parts = _collect_payloads(_one_per_task(spark, len(job.groups)).mapInArrow(run, _PAYLOAD))
+    return [n for part in parts for n in part]
 
 
 def _run_builds(spark: SparkSession, job: _IngestJob) -> list[dict[str, Any]]:
@@ -863,9 +885,37 @@ def _run_builds(spark: SparkSession, job: _IngestJob) -> list[dict[str, Any]]:
         ctx = TaskContext.get()
         attempt = 0 if ctx is None else ctx.attemptNumber()
         for i in _ids(batches):
-            yield _payload(i, job.build(i, attempt))
+            yield _payload(i, job.builds(i, attempt))
 
-    return _collect_payloads(_one_per_task(spark, len(job.sources)).mapInArrow(run, _PAYLOAD))
+    parts = _collect_payloads(_one_per_task(spark, len(job.groups)).mapInArrow(run, _PAYLOAD))
+    return [result for part in parts for result in part]
+
+
+TASK_BYTES = 64 << 20  # source bytes a task reads, at most (unless one file is larger)
+
+
+def _groups(sizes: list[int], cores: int) -> list[list[int]]:
+    """Consecutive sources per task: about two tasks per core, or one per ``TASK_BYTES``.
+
+    Examples
+    --------
+    >>> _groups([10, 10, 10, 10, 10], cores=1)
+    [[0, 1, 2], [3, 4]]
+    >>> _groups([1 << 30, 5], cores=1)
+    [[0], [1]]
+    """
+    total = sum(sizes)
+    tasks = min(len(sizes), max(2 * cores, math.ceil(total / TASK_BYTES)))
+    target = total / max(tasks, 1)
+    groups: list[list[int]] = [[]]
+    held = 0
+    for i, size in enumerate(sizes):
+        if groups[-1] and held + size / 2 > target:
+            groups.append([])
+            held = 0
+        groups[-1].append(i)
+        held += size
+    return groups
 
 
 def _classify_sources(
@@ -883,7 +933,7 @@ def _classify_sources(
     replaced runs.
     """
     from ocp_analytics import schemas as S
-    from ocp_analytics.ingest import _classify, _load_known, _ranked, _Versions
+    from ocp_analytics.ingest import _classify, _load_known, _Versions
 
     known, versions = _load_known(root, records), _Versions()
     files: list[dict[str, Any]] = []
@@ -895,7 +945,9 @@ def _classify_sources(
         files += result["files"]
         if result["ranks"] is None:
             continue
-        status, dups = _classify(_ranked(result["ranks"], known), versions)
+        ranked = result["ranks"]
+        ranked = ranked.with_columns(known.lookup(ranked.get_column("k")))
+        status, dups = _classify(ranked, versions)
         n = Counter(status.get_column("status").to_list())
         entry.runs_new, entry.runs_replaced = n["new"], n["replaced"]
         entry.runs_unchanged, entry.runs_outranked = n["unchanged"], n["outranked"]

@@ -1,0 +1,260 @@
+"""The Spark engine (#16) against the polars engine, on one module-scoped ``local[2]`` session.
+
+The same sources (generated documents with the generator's awkward cases,
+every bad-input fixture, the bundled examples, run ids repeated within and
+across batches) go through ``ocp_analytics.spark`` and the package's own
+ingest and evaluation; tables, quarantine, findings, acceptance, rates and
+flips must be equal row for row. The polars engine is held to the reference
+evaluator elsewhere (tests/property). Small slices force several tasks.
+"""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import polars as pl
+import pytest
+
+pytest.importorskip("pyspark")
+pytest.importorskip("pandas")
+
+import ocp_analytics as oa
+from benchmarks.generate import generate_documents, write_rules
+from ocp_analytics import schemas as S
+from ocp_analytics import spark as osp
+from ocp_analytics.exceptions import MissingExtraError
+
+DATA = Path(__file__).parent / "data"
+AS_OF = "2026-11-20T00:00:00Z"  # some windows still open: provisional runs counted
+SLICE = 90  # documents per evaluation task: several tasks on ~400 runs
+
+
+@pytest.fixture(scope="module")
+def spark() -> Any:
+    try:
+        session = osp.session("local[2]", {"spark.sql.shuffle.partitions": "2"})
+    except oa.OcpAnalyticsError as exc:  # no Java on this machine
+        pytest.skip(str(exc))
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+def _ndjson(path: Path, docs: list[dict[str, Any]], gz: bool = False) -> None:
+    data = b"".join(orjson.dumps(d) + b"\n" for d in docs)
+    path.write_bytes(gzip.compress(data, mtime=0) if gz else data)
+
+
+def _later(doc: dict[str, Any], hours: int) -> dict[str, Any]:
+    """The same run, ended later and with a new title: a newer version."""
+    run = {**doc["run"], "ended_at": f"2026-11-30T{hours:02d}:00:00Z", "title": f"v{hours}"}
+    return {**doc, "run": run}
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Two rounds of sources: the second re-emits, replaces and repeats runs of the first."""
+    root = tmp_path_factory.mktemp("spark-sources")
+    one, two = root / "one", root / "two"
+    one.mkdir()
+    two.mkdir()
+    docs = list(generate_documents(360, seed=16))
+    _ndjson(one / "a.ndjson", docs[:150])
+    _ndjson(one / "b.ndjson.gz", docs[150:300], gz=True)
+    # run ids repeated within the batch: a newer and an older copy in another file
+    _ndjson(one / "c.ndjson", [_later(d, 5) for d in docs[:10]] + docs[10:20])
+    shutil.copytree(DATA / "bad", one / "bad", ignore=shutil.ignore_patterns("_make.py"))
+    shutil.copytree(DATA / "examples", one / "examples")
+    # the second batch: new runs, newer versions (replaced), identical copies (unchanged)
+    _ndjson(two / "d.ndjson", docs[300:] + [_later(d, 9) for d in docs[20:30]] + docs[30:40])
+    return one, two
+
+
+@pytest.fixture(scope="module")
+def datasets(spark: Any, sources: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory):
+    """(polars dataset, Spark dataset, their summaries), both after the two rounds."""
+    root = tmp_path_factory.mktemp("spark-datasets")
+    p, q = root / "polars", root / "spark"
+    summaries = []
+    for src in sources:
+        summaries.append((oa.ingest(src, p), osp.ingest(spark, src, q)))
+    return p, q, summaries
+
+
+def _table(path: Path, table: str, scans: bool = False) -> pl.DataFrame:
+    ds = oa.scan_dataset(path)
+    frame = (ds.scans if scans else ds.frames)[table].collect()
+    frame = frame.drop("batch_id") if "batch_id" in frame.columns else frame
+    return frame.sort(frame.columns, nulls_last=True)
+
+
+def _lines(summary: oa.IngestSummary) -> list[str]:
+    return [x for x in str(summary).splitlines() if not x.startswith(("dataset:", "time:"))]
+
+
+def test_issue16_ingest_writes_the_same_tables_quarantine_and_findings(datasets) -> None:
+    p, q, summaries = datasets
+    for table in S.TABLES:
+        for scans in (False, True):  # current versions, and every committed row
+            a, b = _table(p, table, scans), _table(q, table, scans)
+            assert a.equals(b), (table, scans, a.height, b.height)
+    quarantine = _table(q, "quarantine")
+    assert quarantine.height > 10  # the bad fixtures, truncated streams included
+    assert "truncated" in quarantine["code"].to_list()
+    findings = _table(q, "findings")["code"].to_list()
+    assert "duplicate_run" in findings
+    meta = ["batch_id", "committed_at"]
+    assert oa.scan_dataset(p).manifest.drop(meta).equals(oa.scan_dataset(q).manifest.drop(meta))
+    for polars_summary, spark_summary in summaries:
+        assert spark_summary.reconciles
+        assert _lines(spark_summary) == _lines(polars_summary)
+    second = summaries[1][1]
+    assert (second.runs_replaced, second.runs_unchanged) == (10, 10)
+
+
+def _rules(tmp: Path) -> list[Any]:
+    return [
+        "tests",
+        "tests+review",
+        "runtime_s<=3600",
+        *oa.read_rules_file(write_rules(tmp / "rules.toml", 4, seed=16)),
+    ]
+
+
+def test_issue16_acceptance_is_row_for_row_the_same(spark: Any, datasets, tmp_path: Path) -> None:
+    p, q, _ = datasets
+    rules = _rules(tmp_path)
+    got = osp.to_polars(osp.acceptance(spark, q, rules, AS_OF, slice_runs=SLICE))
+    want = oa.acceptance(p, rules, as_of=AS_OF).collect()
+    order = ["run_id", "rule"]
+    assert got.schema == want.schema
+    assert got.sort(order).equals(want.sort(order))
+    assert got["rule"].n_unique() == len(rules) + 1  # recorded + every alternative rule
+    assert got["window_open"].any() and got["outcome"].n_unique() == 3
+
+    windowed = osp.acceptance(spark, q, "tests", AS_OF, since="60d", recorded=False)
+    local = oa.acceptance(p, "tests", as_of=AS_OF, since="60d", recorded=False).collect()
+    assert osp.to_polars(windowed).sort(order).equals(local.sort(order))
+
+
+def test_issue16_write_acceptance_parts_carry_as_of(spark: Any, datasets, tmp_path: Path) -> None:
+    p, q, _ = datasets
+    out = tmp_path / "acceptance.parquet"
+    rows = osp.write_acceptance(spark, q, out, ["tests+review"], AS_OF, slice_runs=SLICE)
+    parts = sorted(out.glob("*.parquet"))
+    assert len(parts) > 1 and not list(out.glob(".*"))
+    import pyarrow.parquet as pq
+
+    meta = pq.read_schema(parts[0]).metadata
+    assert meta[b"ocp_analytics.as_of"] == b"2026-11-20T00:00:00+00:00"
+    got = pl.read_parquet(out).sort("run_id", "rule")
+    want = oa.acceptance(p, ["tests+review"], as_of=AS_OF).collect().sort("run_id", "rule")
+    assert rows == got.height and got.equals(want)
+
+
+def test_issue16_rates_and_flips_are_the_same(spark: Any, datasets, tmp_path: Path) -> None:
+    p, q, _ = datasets
+    rules = _rules(tmp_path)
+    for kwargs in (
+        {"by": ["label.team"]},
+        {"by": ["label.team", "task_type"], "min_tier": "reported"},
+        {"period": "month"},
+    ):
+        got = osp.rates(spark, q, rules, as_of=AS_OF, slice_runs=SLICE, **kwargs)
+        want = oa.rates(p, rules, as_of=AS_OF, **kwargs).collect()
+        assert got.equals(want), kwargs
+    m, f = osp.compare(spark, q, rules, by="label.team", as_of=AS_OF, sample=3, slice_runs=SLICE)
+    m2, f2 = oa.compare(p, rules, by="label.team", as_of=AS_OF, sample=3)
+    assert m.equals(m2.collect())
+    assert f.equals(f2.collect())
+    assert f["flips"].sum() > 0
+
+
+def _state(path: Path) -> tuple[list[dict[str, Any]], dict[str, pl.DataFrame]]:
+    from ocp_analytics.dataset import read_commits
+
+    tables = {t: _table(path, t, scans=True) for t in S.TABLES}
+    return read_commits(path), tables
+
+
+def test_issue16_failed_task_leaves_the_dataset_unchanged_and_a_rerun_converges(
+    spark: Any, datasets, sources: tuple[Path, Path], tmp_path: Path, monkeypatch
+) -> None:
+    p, _, _ = datasets
+    one, two = sources
+    ds = tmp_path / "ds"
+    osp.ingest(spark, one, ds)
+    before = _state(ds)
+    extra = tmp_path / "extra.ndjson"
+    _ndjson(extra, list(generate_documents(3, seed=17)))
+    # build task 0 writes a part into staging, then fails; count task 1 fails earlier
+    for fault in ("build:0", "count:1"):
+        monkeypatch.setenv(osp.FAULT_ENV, fault)
+        with pytest.raises(Exception, match="injected fault"):
+            osp.ingest(spark, [two, extra], ds)
+        after = _state(ds)
+        assert after[0] == before[0]
+        assert all(after[1][t].equals(before[1][t]) for t in S.TABLES)
+        assert not (ds / osp.STAGING).exists()
+    monkeypatch.delenv(osp.FAULT_ENV)
+    summary = osp.ingest(spark, two, ds)
+    assert summary.runs_new == 60 and summary.orphans_removed == 0
+    for table in S.TABLES:
+        assert _table(ds, table, scans=True).equals(_table(p, table, scans=True)), table
+    again = osp.ingest(spark, [one, two], ds)  # everything already ingested: nothing written
+    assert again.documents_read == 0 and len(again.batches) == 0
+
+
+def test_issue16_cli_spark_engine_prints_the_same_table(
+    spark: Any, tmp_path: Path, monkeypatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from ocp_analytics.cli import app
+
+    runner = CliRunner()
+    examples = str(DATA / "examples")
+    outputs = {}
+    for engine in ("polars", "spark"):
+        ds = str(tmp_path / engine)
+        done = runner.invoke(app, ["ingest", examples, "-o", ds, "-q", "--engine", engine])
+        assert done.exit_code == 0, done.output
+        args = ["accept", ds, "--rule", "tests+review", "--as-of", "2027-01-01T00:00:00Z"]
+        shown = runner.invoke(app, [*args, "--engine", engine])
+        assert shown.exit_code == 0, shown.output
+        rates = runner.invoke(app, ["rates", ds, "--rule", "tests", *args[3:], "--engine", engine])
+        outputs[engine] = (shown.output, rates.output)
+    assert outputs["spark"] == outputs["polars"]
+    assert spark.sparkContext._jsc is not None  # the CLI left the running session alone
+
+
+def test_issue16_without_pyspark_one_line_names_the_extra(tmp_path: Path, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from ocp_analytics.cli import app
+
+    monkeypatch.setitem(sys.modules, "pyspark", None)
+    with pytest.raises(MissingExtraError, match=r"pip install 'ocp-analytics\[spark\]'"):
+        osp.require_pyspark()
+    done = CliRunner().invoke(
+        app, ["ingest", str(DATA / "examples"), "-o", str(tmp_path / "d"), "--engine", "spark"]
+    )
+    assert done.exit_code == 1
+    assert done.output.strip().splitlines() == [
+        "error: the Spark engine needs pyspark and pandas: pip install 'ocp-analytics[spark]'"
+    ]
+
+
+def test_issue16_paths_and_java() -> None:
+    assert osp.local_path("file:///data/a%20b.dataset") == Path("/data/a b.dataset")
+    with pytest.raises(oa.OcpAnalyticsError, match="mount"):
+        osp.local_path("s3a://bucket/runs.dataset")
+    assert osp.java_major('openjdk version "21.0.2" 2024-01-16') == 21
+    assert osp.parse_conf(["spark.executor.memory=8g"]) == {"spark.executor.memory": "8g"}
+    with pytest.raises(oa.OcpAnalyticsError, match="KEY=VALUE"):
+        osp.parse_conf(["no-equals"])
