@@ -9,6 +9,7 @@ from ocp_analytics.api import (
 )
 from ocp_analytics.dataset import Dataset, scan_dataset
 from ocp_analytics.evaluate import evaluate_slice
+from ocp_analytics.events import EventsSummary, ingest_events, unmatched_events
 from ocp_analytics.exceptions import (
     DatasetError,
     MissingExtraError,
@@ -29,6 +30,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Dataset",
     "DatasetError",
+    "EventsSummary",
     "IngestSummary",
     "MissingExtraError",
     "OcpAnalyticsError",
@@ -44,6 +46,7 @@ __all__ = [
     "connect",
     "evaluate_slice",
     "ingest",
+    "ingest_events",
     "label",
     "rates",
     "read_documents",
@@ -52,5 +55,6 @@ __all__ = [
     "resolve_window",
     "run_query",
     "scan_dataset",
+    "unmatched_events",
     "write_acceptance",
 ]

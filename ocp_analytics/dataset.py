@@ -5,7 +5,7 @@ Layout::
     DATASET/
       ocp-dataset.json          format marker
       _batches/NNNNNNNN.json    one commit record per batch (the manifest)
-      runs/ attempts/ signals/ rules/ artifacts/ findings/ quarantine/
+      runs/ attempts/ signals/ rules/ artifacts/ findings/ quarantine/ events/
                                 Parquet parts named <batch_id>-<part>.parquet
 
 Each Parquet part is written under a temporary name and renamed into place;
@@ -161,6 +161,8 @@ def remove_orphans(root: Path, records: list[dict[str, Any]]) -> int:
     listed = {f for r in records for files in r["files"].values() for f in files}
     removed = 0
     for table in S.TABLES:
+        if not (root / table).is_dir():  # a table added since the dataset was made
+            continue
         for p in (root / table).iterdir():
             rel = f"{table}/{p.name}"
             if p.name.endswith(".tmp") or rel not in listed:
@@ -174,8 +176,9 @@ class Dataset:
     """The tables of a dataset as LazyFrames, current run versions only.
 
     Attributes ``runs``, ``attempts``, ``signals``, ``rules``, ``artifacts``,
-    ``findings`` and ``quarantine``; ``manifest`` is an eager DataFrame of
-    ingested sources. Index it like a mapping: ``ds["runs"]``.
+    ``findings``, ``quarantine`` and ``events`` (late events, every stored
+    one; see :func:`~ocp_analytics.ingest_events`); ``manifest`` is an eager
+    DataFrame of ingested run sources. Index it like a mapping: ``ds["runs"]``.
     """
 
     path: Path

@@ -1,7 +1,7 @@
 """The command line (issue 9, "Release quality"): formats, outputs, options, errors.
 
 Every test runs the typer app in process (``CliRunner``) on the bundled
-examples (31 runs) and compares with literal text or values.
+examples (32 runs) and compares with literal text or values.
 """
 
 from __future__ import annotations
@@ -73,9 +73,9 @@ def test_format_follows_out_extension(ds: str, tmp_path: Path, name: str, first:
 def test_parquet_from_out_extension(ds: str, tmp_path: Path) -> None:
     ok("rates", ds, "--rule", "tests+review", "--as-of", AS_OF, "-o", str(tmp_path / "r.parquet"))
     got = pl.read_parquet(tmp_path / "r.parquet").select("rule", "runs", "accepted")
-    assert got.rows() == [("recorded", 31, 23), ("tests+review", 31, 14)]
+    assert got.rows() == [("recorded", 32, 24), ("tests+review", 32, 14)]
     ok("accept", ds, "--as-of", AS_OF, "-o", str(tmp_path / "a.parquet"))
-    assert pl.read_parquet(tmp_path / "a.parquet").height == 31
+    assert pl.read_parquet(tmp_path / "a.parquet").height == 32
 
 
 def test_explicit_format_wins_over_extension(ds: str, tmp_path: Path) -> None:
@@ -104,9 +104,9 @@ def test_out_works_for_table(ds: str, tmp_path: Path) -> None:
 
 def test_out_works_for_sql(ds: str, tmp_path: Path) -> None:
     ok("sql", ds, "SELECT count(*) AS n FROM runs", "-o", str(tmp_path / "n.csv"))
-    assert (tmp_path / "n.csv").read_text() == "n\n31\n"
+    assert (tmp_path / "n.csv").read_text() == "n\n32\n"
     ok("sql", ds, "SELECT count(*) AS n FROM runs", "-o", str(tmp_path / "n.txt"))
-    assert "│ 31 │" in (tmp_path / "n.txt").read_text()
+    assert "│ 32 │" in (tmp_path / "n.txt").read_text()
 
 
 def test_parquet_without_out_is_an_error(ds: str) -> None:
@@ -124,7 +124,7 @@ def test_compare_json_is_one_document(ds: str, tmp_path: Path) -> None:
     assert body["as_of"] == "2027-01-01T00:00:00+00:00"
     assert body["matrix"][0]["tests+review"] == 1.0
     flip = [f for f in body["flips"] if (f["rule_a"], f["rule_b"]) == ("tests", "tests+review")]
-    assert flip[0]["flips"] == 9 and flip[0]["runs_compared"] == 31
+    assert flip[0]["flips"] == 10 and flip[0]["runs_compared"] == 32
     # to a file: the same single document, nothing beside it
     ok(*args, "-o", str(tmp_path / "cmp.json"))
     assert json.loads((tmp_path / "cmp.json").read_text()) == body
@@ -147,9 +147,9 @@ def test_rules_may_repeat(ds: str, tmp_path: Path) -> None:
     args = ["--rules", str(tmp_path / "a.toml"), "--rules", str(tmp_path / "b.json")]
     body = json.loads(ok("rates", ds, *args, "--as-of", AS_OF, "-f", "json").stdout)
     assert [(r["rule"], r["accepted"]) for r in body["rows"]] == [
-        ("a", 23),
+        ("a", 24),
         ("b", 14),
-        ("recorded", 23),
+        ("recorded", 24),
     ]
 
 
@@ -225,7 +225,7 @@ def test_bad_as_of(ds: str) -> None:
 
 def test_piped_sql_without_semicolon_runs(ds: str) -> None:
     result = ok("sql", ds, "-f", "csv", input="SELECT count(*) AS n\nFROM runs\n")
-    assert result.stdout == "n\n31\n"
+    assert result.stdout == "n\n32\n"
     several = ok("sql", ds, "-f", "csv", input="SET VARIABLE k = 2;\nSELECT getvariable('k') AS k")
     assert several.stdout == "k\n2\n"
 
@@ -266,15 +266,15 @@ def test_empty_json_rules_file_is_an_error(ds: str, tmp_path: Path) -> None:
 
 def test_rates_table_shows_decided_share(ds: str) -> None:
     text = ok("rates", ds, "--rule", "tests+review", "--as-of", AS_OF).stdout
-    assert "100% [78.5–100] of 14/31 decided" in text
-    assert "100% [85.7–100] of 23/31 decided" in text
+    assert "100% [78.5–100] of 14/32 decided" in text
+    assert "100% [86.2–100] of 24/32 decided" in text
     assert "ci_low" not in text and "decided_share" not in text
 
 
 def test_rates_csv_keeps_numbers(ds: str) -> None:
     text = ok("rates", ds, "--rule", "tests+review", "--as-of", AS_OF, "-f", "csv").stdout
     row = pl.read_csv(text.encode()).filter(rule="tests+review").row(0, named=True)
-    assert (row["accept_rate"], row["decided_share"]) == (1.0, 14 / 31)
+    assert (row["accept_rate"], row["decided_share"]) == (1.0, 14 / 32)
 
 
 def test_label_no_run_has_is_a_warning(ds: str) -> None:
@@ -293,6 +293,7 @@ def test_rates_per_period(ds: str) -> None:
     assert [(r["period"], r["rule"], r["runs"]) for r in body["rows"]] == [
         ("2026-08-01T00:00:00+00:00", "recorded", 4),
         ("2026-09-01T00:00:00+00:00", "recorded", 23),
+        ("2026-11-01T00:00:00+00:00", "recorded", 1),  # late-revert.ocp.json
         (None, "recorded", 4),  # runs with neither ended_at nor started_at
     ]
 
@@ -308,10 +309,11 @@ def test_since_and_until_select_runs(ds: str) -> None:
 
 def test_since_as_a_duration_before_as_of(ds: str) -> None:
     body = json.loads(
-        # 45 days before 2026-10-16 is 2026-09-01, the window of the test above
+        # 45 days before 2026-10-16 is 2026-09-01, the start of the window of the test
+        # above; no --until: the run of late-revert.ocp.json (2026-11-30) is in it too
         ok("rates", ds, "--since", "45d", "--as-of", "2026-10-16T00:00:00Z", "-f", "json").stdout
     )
-    assert [(r["rule"], r["runs"]) for r in body["rows"]] == [("recorded", 23)]
+    assert [(r["rule"], r["runs"]) for r in body["rows"]] == [("recorded", 24)]
 
 
 def test_bad_period_is_a_usage_error(ds: str) -> None:

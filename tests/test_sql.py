@@ -295,7 +295,7 @@ def test_uncommitted_parts_are_not_read(tmp_path: Path, examples_ds: Path) -> No
     part = next((ds / "runs").glob("*.parquet"))
     shutil.copy(part, ds / "runs" / "99999999-leftover-00000.parquet")
     con = connect(ds)
-    assert con.sql("SELECT count(*) FROM runs").fetchall() == [(31,)]
+    assert con.sql("SELECT count(*) FROM runs").fetchall() == [(32,)]
     leftovers = con.sql((sql_files() / "checks" / "unlisted_parts.sql").read_text()).fetchall()
     assert [Path(f).name for (f,) in leftovers] == ["99999999-leftover-00000.parquet"]
 
@@ -548,8 +548,8 @@ def test_checks_find_duplicates(examples_ds: Path, tmp_path: Path) -> None:
         files["rules"] = files["rules"] * 2
 
     counts = _counts(_broken(examples_ds, tmp_path, twice))
-    assert counts["duplicate_current_runs"] == 31
-    assert counts["duplicate_doc_ids"] == 31  # 32 documents, one outranked in its batch
+    assert counts["duplicate_current_runs"] == 32
+    assert counts["duplicate_doc_ids"] == 32  # 33 documents, one outranked in its batch
     assert counts["multiple_rules_per_doc"] > 0
     assert counts["orphan_rows"] == 0
 

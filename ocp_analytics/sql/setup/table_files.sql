@@ -12,7 +12,7 @@
 --   getvariable('ocp_batch_files')  VARCHAR[], set by batch_files.sql.
 -- Output: variable ocp_files MAP(VARCHAR, VARCHAR[]): table name -> part
 --   files relative to the dataset folder, keys runs, attempts, signals,
---   rules, artifacts, findings, quarantine.
+--   rules, artifacts, findings, quarantine, events.
 SET VARIABLE ocp_files = (
     SELECT MAP {
         'runs':       ['_schema/runs.parquet']       || coalesce(flatten(list(files.runs       ORDER BY seq)), []),
@@ -21,7 +21,8 @@ SET VARIABLE ocp_files = (
         'rules':      ['_schema/rules.parquet']      || coalesce(flatten(list(files.rules      ORDER BY seq)), []),
         'artifacts':  ['_schema/artifacts.parquet']  || coalesce(flatten(list(files.artifacts  ORDER BY seq)), []),
         'findings':   ['_schema/findings.parquet']   || coalesce(flatten(list(files.findings   ORDER BY seq)), []),
-        'quarantine': ['_schema/quarantine.parquet'] || coalesce(flatten(list(files.quarantine ORDER BY seq)), [])
+        'quarantine': ['_schema/quarantine.parquet'] || coalesce(flatten(list(files.quarantine ORDER BY seq)), []),
+        'events':     ['_schema/events.parquet']     || coalesce(flatten(list(files.events     ORDER BY seq)), [])
     }
     FROM read_json(
         -- the format marker is always present, so the list is never empty
@@ -31,7 +32,7 @@ SET VARIABLE ocp_files = (
         ),
         columns = {
             seq: 'BIGINT',
-            files: 'STRUCT(runs VARCHAR[], attempts VARCHAR[], signals VARCHAR[], rules VARCHAR[], artifacts VARCHAR[], findings VARCHAR[], quarantine VARCHAR[])'
+            files: 'STRUCT(runs VARCHAR[], attempts VARCHAR[], signals VARCHAR[], rules VARCHAR[], artifacts VARCHAR[], findings VARCHAR[], quarantine VARCHAR[], events VARCHAR[])'
         }
     )
     WHERE files IS NOT NULL

@@ -1,0 +1,528 @@
+"""Late events that arrive apart from their run (SEMANTICS §11): ingest and list.
+
+An event record is an OCP signal of kind ``event`` plus the commit it
+concerns (the format is in ``docs/late-events.md``)::
+
+    {"id": "ev-1", "commit": "9f2c1e7", "kind": "event", "name": "revert",
+     "value": "reverted in #812", "observed_at": "2026-12-02T09:00:00Z",
+     "source": {"kind": "ci", "ref": "ci/run/5120"}, "tier": "verified"}
+
+:func:`ingest_events` stores records in the dataset's ``events`` table. They
+are matched to runs when the dataset is read, never when it is written
+(:func:`ocp_analytics.features.matched_events`): through each current run's
+artifacts of kind ``commit`` or ``merge`` (the artifact's ``path``, else its
+id). So an event may arrive before its run, and one commit shared by several
+runs matches each.
+
+Which record of an event id is stored
+-------------------------------------
+The first one stored wins, and a stored event never changes: a record whose
+id is already stored (by an earlier call, or earlier in this one, in the
+order the sources are given and read) is ``unchanged`` when its content is
+the same, and is quarantined as ``conflicting_event`` (naming where the
+stored one came from) when it differs. Acceptance judged yesterday is thus
+never rewritten by a re-sent record; a correction needs a new event id.
+
+Like :func:`~ocp_analytics.ingest`, a call is one batch, written atomically
+(parts under temporary names, visible only when the batch's commit record
+is), a source already ingested with the same content is skipped, and every
+record read is either stored, ``unchanged``, or one quarantine row.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+import polars as pl
+
+from ocp_analytics import dataset as D
+from ocp_analytics import schemas as S
+from ocp_analytics.decode import parse_json
+from ocp_analytics.exceptions import StrictIngestError, hint
+from ocp_analytics.features import COMMIT_KINDS
+from ocp_analytics.sources import ReadProblem, Source, find_sources, read_chunks
+from ocp_analytics.tables import ChunkMeta, parse_timestamp, quarantine_frame, to_arrow
+
+__all__ = ["EventsSummary", "ingest_events", "run_commits", "unmatched_events"]
+
+CHUNK_RECORDS = 50_000
+PART_ROWS = 200_000
+# The content of an event: two records of one id are the same when these are.
+CONTENT = (
+    "commit",
+    "kind",
+    "name",
+    "value_text",
+    "observed_at_raw",
+    "source_kind",
+    "source_ref",
+    "tier",
+)
+_EVENT_SCHEMA = S.polars_schema("events")
+_ROW_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
+    **{c: _EVENT_SCHEMA[c] for c in ("event_id", *CONTENT, "source_line", "source_index")},
+    "_pos": pl.Int64,
+}
+_SEEN = {"event_id": pl.String, "fp": pl.UInt64, "at_path": pl.String, "at_line": pl.Int64}
+
+
+@dataclass
+class EventSourceSummary:
+    """What one source of event records contributed."""
+
+    path: str
+    size: int
+    sha256: str
+    resolved: str = ""
+    records: int = 0
+    events_new: int = 0
+    events_unchanged: int = 0  # same id and content already stored (or earlier here)
+    quarantined: int = 0
+    no_time: int = 0  # stored with no readable observed_at
+    skipped: bool = False  # already ingested with the same content
+
+    def record(self) -> dict[str, Any]:
+        """The commit record entry of this source."""
+        keys = (
+            "path",
+            "resolved",
+            "size",
+            "sha256",
+            "records",
+            "events_new",
+            "events_unchanged",
+            "quarantined",
+            "no_time",
+        )
+        return {k: getattr(self, k) for k in keys}
+
+
+@dataclass
+class EventsSummary:
+    """The reconciled outcome of one :func:`ingest_events` call.
+
+    ``records_read == events_new + events_unchanged + quarantined`` always
+    holds (:attr:`reconciles`).
+    """
+
+    dataset: Path
+    sources: list[EventSourceSummary] = field(default_factory=list)
+    quarantine_by_code: Counter[str] = field(default_factory=Counter)
+    batch_id: str | None = None
+    orphans_removed: int = 0
+    seconds: float = 0.0
+
+    def _sum(self, key: str) -> int:
+        return sum(getattr(s, key) for s in self.sources)
+
+    records_read = property(lambda self: self._sum("records"))
+    events_new = property(lambda self: self._sum("events_new"))
+    events_unchanged = property(lambda self: self._sum("events_unchanged"))
+    quarantined = property(lambda self: self._sum("quarantined"))
+    no_time = property(lambda self: self._sum("no_time"))
+
+    @property
+    def reconciles(self) -> bool:
+        """Whether records read = events new + unchanged + quarantined."""
+        return self.records_read == self.events_new + self.events_unchanged + self.quarantined
+
+    def __str__(self) -> str:
+        skipped = sum(s.skipped for s in self.sources)
+        lines = [
+            f"dataset: {self.dataset}",
+            f"sources: {len(self.sources)} ({skipped} already ingested, skipped)",
+            f"event records read: {self.records_read:,} = events new {self.events_new:,} "
+            f"+ unchanged {self.events_unchanged:,} + quarantined {self.quarantined:,}"
+            + ("" if self.reconciles else "  ** DOES NOT RECONCILE **"),
+            f"time: {self.seconds:.2f} s",
+        ]
+        if self.no_time:
+            lines.append(
+                f"events with no readable observed_at: {self.no_time:,} "
+                "(stored with no time: an excluded one counts whatever the window)"
+            )
+        if self.quarantine_by_code:
+            counts = ", ".join(f"{k} {v:,}" for k, v in sorted(self.quarantine_by_code.items()))
+            lines.append("quarantined by code: " + counts)
+        if self.orphans_removed:
+            lines.append(f"removed {self.orphans_removed} part(s) left by an interrupted ingest")
+        return "\n".join(lines)
+
+
+# --- one record -----------------------------------------------------------------
+
+_Problem = tuple[str, str, str | None]  # code, message, JSON path
+
+
+def _text(value: Any) -> str | None:
+    """A string as is; any other JSON value (but null) as its JSON text."""
+    if value is None or isinstance(value, str):
+        return value
+    return orjson.dumps(value, default=str).decode()
+
+
+def _parse(text: str, cut: bool) -> tuple[Any, _Problem | None]:
+    try:
+        return orjson.loads(text), None
+    except orjson.JSONDecodeError as exc:
+        try:  # what orjson refuses and JSON allows (integers beyond 64 bits, …)
+            return parse_json(text), None
+        except (ValueError, RecursionError):
+            pass
+        if cut:
+            return None, ("truncated", "the last line ends before its JSON value does", None)
+        return None, ("not_json", f"not valid JSON: {exc}", None)
+
+
+def _record_row(obj: Any) -> tuple[dict[str, Any] | None, _Problem | None]:
+    """The ``events`` row of one parsed record, or why it is quarantined."""
+    if not isinstance(obj, dict):
+        what = "an array" if isinstance(obj, list) else f"a {type(obj).__name__}"
+        return None, ("not_object", f"an event record is a JSON object, not {what}", "$")
+    ident, commit, kind = obj.get("id"), obj.get("commit"), obj.get("kind")
+    if not isinstance(ident, str) or not ident:
+        return None, ("missing_event_id", "the record has no id (a non-empty string)", "$.id")
+    if not isinstance(commit, str) or not commit:
+        found = "no commit" if commit is None else f"commit {_text(commit)}"
+        return None, (
+            "missing_commit",
+            f"the record has {found}; the commit it concerns is a non-empty string",
+            "$.commit",
+        )
+    if kind != "event":
+        return None, ("not_event", f"kind is {_text(kind)}, not 'event'", "$.kind")
+    source = obj.get("source")
+    source = source if isinstance(source, dict) else {}
+    name, tier = obj.get("name"), obj.get("tier")
+    return {
+        "event_id": ident,
+        "commit": commit,
+        "kind": kind,
+        "name": name if isinstance(name, str) else None,
+        "value_text": _text(obj.get("value")),
+        "observed_at_raw": _text(obj.get("observed_at")),
+        "source_kind": _text(source.get("kind")),
+        "source_ref": _text(source.get("ref")),
+        "tier": tier if isinstance(tier, str) else None,
+    }, None
+
+
+def _chunk_rows(
+    meta: ChunkMeta, cut: frozenset[int]
+) -> tuple[list[dict[str, Any]], list[tuple[int, str, str, str | None]]]:
+    """Rows and quarantine entries (position, code, message, JSON path) of a chunk."""
+    rows: list[dict[str, Any]] = []
+    bad: list[tuple[int, str, str, str | None]] = []
+    for pos, text in enumerate(meta.texts):
+        if pos in meta.raw:
+            bad.append((pos, "invalid_utf8", "the record holds bytes that are not UTF-8", None))
+            continue
+        obj, problem = _parse(text, pos in cut)
+        row = None
+        if problem is None:
+            row, problem = _record_row(obj)
+        if problem is not None:
+            bad.append((pos, *problem))
+            continue
+        assert row is not None
+        row.update(source_line=meta.lines[pos], source_index=meta.indexes[pos], _pos=pos)
+        rows.append(row)
+    return rows, bad
+
+
+def _fingerprint() -> pl.Expr:
+    return pl.struct([pl.col(c) for c in CONTENT]).hash().alias("fp")
+
+
+# --- one call -------------------------------------------------------------------
+
+
+class _EventBatch:
+    """The parts of one ingest-events call and the event ids it knows."""
+
+    def __init__(self, root: Path, seq: int, seen: pl.DataFrame) -> None:
+        self.root, self.seq = root, seq
+        self.batch_id = f"{seq:08d}-{uuid.uuid4().hex[:8]}"
+        self.files: dict[str, list[str]] = {"events": [], "quarantine": []}
+        self.pending: dict[str, list[pl.DataFrame]] = {"events": [], "quarantine": []}
+        self.pending_rows = 0
+        self.parts = 0
+        self.seen = seen
+
+    def add(self, table: str, frame: pl.DataFrame) -> None:
+        if frame.height:
+            self.pending[table].append(frame)
+            self.pending_rows += frame.height
+        if self.pending_rows >= PART_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        for table, frames in self.pending.items():
+            if frames:
+                rel = f"{table}/{self.batch_id}-{self.parts:05d}.parquet"
+                D.write_parquet_atomic(to_arrow(pl.concat(frames), table), self.root / rel)
+                self.files[table].append(rel)
+        self.pending = {"events": [], "quarantine": []}
+        self.pending_rows = 0
+        self.parts += 1
+
+    def commit(self, sources: list[EventSourceSummary]) -> None:
+        self.flush()
+        D.commit(
+            self.root,
+            {
+                "batch_id": self.batch_id,
+                "seq": self.seq,
+                "committed_at": datetime.now(UTC).isoformat(),
+                "files": self.files,
+                "sources": [],  # run sources (the manifest); none here
+                "event_sources": [s.record() for s in sources],
+            },
+        )
+
+
+def _stored(root: Path, records: list[dict[str, Any]]) -> pl.DataFrame:
+    """Id, content fingerprint and origin of every stored event."""
+    files = D.table_files(root, records, "events")
+    if not files:
+        return pl.DataFrame(schema=_SEEN)
+    events = D.scan_dataset(root).events
+    return (
+        events.select(
+            "event_id",
+            _fingerprint(),
+            pl.col("source_path").alias("at_path"),
+            pl.col("source_line").alias("at_line"),
+        )
+        .collect()
+        .unique("event_id", keep="first", maintain_order=True)
+    )
+
+
+def _classify(frame: pl.DataFrame, batch: _EventBatch) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Split a chunk's rows into new events and conflicts (unchanged ones are dropped).
+
+    Returns the new rows, and the conflicting rows with where the stored
+    record came from (``at_path``, ``at_line``).
+    """
+    first = pl.col("event_id").is_first_distinct()
+    joined = (
+        frame.with_columns(_fingerprint())
+        .join(
+            batch.seen.rename({"fp": "known_fp"}), on="event_id", how="left", maintain_order="left"
+        )
+        .with_columns((pl.col("known_fp").is_null() & first).alias("_new"))
+        .with_columns(  # an id first read in this chunk: its first record is the known one
+            pl.coalesce("known_fp", pl.col("fp").first().over("event_id")).alias("known_fp"),
+            pl.coalesce("at_path", pl.col("source_path").first().over("event_id")).alias("at_path"),
+            pl.coalesce("at_line", pl.col("source_line").first().over("event_id")).alias("at_line"),
+        )
+    )
+    new = joined.filter("_new")
+    conflicts = joined.filter(~pl.col("_new") & (pl.col("fp") != pl.col("known_fp")))
+    seen = new.select("event_id", "fp", pl.col("source_path").alias("at_path"), "source_line")
+    batch.seen = pl.concat([batch.seen, seen.rename({"source_line": "at_line"})])
+    return new.select(_EVENT_SCHEMA.names()), conflicts
+
+
+def _conflict_entries(conflicts: pl.DataFrame) -> list[tuple[int, str, str, str | None]]:
+    out: list[tuple[int, str, str, str | None]] = []
+    for r in conflicts.iter_rows(named=True):
+        where = f"{r['at_path']}:{r['at_line']}" if r["at_line"] is not None else r["at_path"]
+        out.append(
+            (
+                r["_pos"],
+                "conflicting_event",
+                f"event id {r['event_id']!r} is already stored with other content (from "
+                f"{where}); the first stored record wins: give a correction a new id",
+                "$.id",
+            )
+        )
+    return out
+
+
+def _ingest_source(source: Source, summary: EventSourceSummary, batch: _EventBatch) -> Counter[str]:
+    codes: Counter[str] = Counter()
+    problems: list[ReadProblem] = []
+    for meta, cut in read_chunks(source, CHUNK_RECORDS, problems):
+        summary.records += len(meta.texts)
+        rows, bad = _chunk_rows(meta, cut)
+        if rows:
+            frame = (
+                pl.DataFrame(rows, schema=_ROW_SCHEMA)
+                .with_columns(
+                    parse_timestamp(pl.col("observed_at_raw")).alias("observed_at"),
+                    pl.lit(batch.batch_id).alias("batch_id"),
+                    pl.lit(source.path).alias("source_path"),
+                )
+                .select(*_EVENT_SCHEMA.names(), "_pos")
+                .cast(dict(_EVENT_SCHEMA))  # type: ignore[arg-type]
+            )
+            new, conflicts = _classify(frame, batch)
+            bad += _conflict_entries(conflicts)
+            batch.add("events", new)
+            summary.events_new += new.height
+            summary.no_time += new["observed_at"].null_count()
+            summary.events_unchanged += frame.height - new.height - conflicts.height
+        if bad:
+            q = quarantine_frame(sorted(bad), meta, batch.batch_id)
+            batch.add("quarantine", q)
+            summary.quarantined += q.height
+            codes.update(q["code"].to_list())
+    if problems:
+        meta = ChunkMeta(
+            source.path,
+            [p.head for p in problems],
+            [p.line for p in problems],
+            [None] * len(problems),
+        )
+        q = quarantine_frame(
+            [(i, p.code, p.message, None) for i, p in enumerate(problems)], meta, batch.batch_id
+        )
+        batch.add("quarantine", q)
+        summary.records += q.height
+        summary.quarantined += q.height
+        codes.update(q["code"].to_list())
+    return codes
+
+
+def ingest_events(
+    sources: str | Path | Sequence[str | Path],
+    dataset: str | Path,
+    *,
+    strict: bool = False,
+) -> EventsSummary:
+    """Ingest late event records into the dataset's ``events`` table (created if needed).
+
+    Parameters
+    ----------
+    sources
+        Files, folders, glob patterns or ``"-"`` (standard input), read as
+        :func:`~ocp_analytics.ingest` reads them: ``.ndjson``/``.jsonl`` a
+        record a line, ``.json`` a record or an array, optionally ``.gz`` or
+        ``.zst``. A source already ingested with the same content is skipped.
+    dataset
+        The dataset folder.
+    strict
+        Raise :class:`~ocp_analytics.exceptions.StrictIngestError` (after
+        committing) when any record was quarantined.
+
+    Returns
+    -------
+    EventsSummary
+        Counts per source; ``records_read = events_new + events_unchanged +
+        quarantined``. An event id already stored keeps its first record (see
+        this module's docstring).
+
+    Examples
+    --------
+    >>> import ocp_analytics as oa, tempfile
+    >>> ds = tempfile.mkdtemp() + "/ds"
+    >>> s = oa.ingest_events("tests/data/events/example-events.ndjson", ds)
+    >>> s.records_read, s.events_new, s.quarantined
+    (3, 3, 0)
+    >>> oa.ingest_events("tests/data/events/example-events.ndjson", ds).events_new
+    0
+    """
+    start = time.perf_counter()
+    specs = [sources] if isinstance(sources, str | Path) else list(sources)
+    found = find_sources(specs)
+    root = D.create(dataset)
+    summary = EventsSummary(root)
+    with D.locked(root):
+        records = D.read_commits(root)
+        summary.orphans_removed = D.remove_orphans(root, records)
+        done = {(s["resolved"], s["sha256"]) for r in records for s in r.get("event_sources", [])}
+        seq = max((r["seq"] for r in records), default=0) + 1
+        batch = _EventBatch(root, seq, _stored(root, records))
+        for source in found:
+            part = EventSourceSummary(source.path, source.size, source.sha256, source.resolved)
+            summary.sources.append(part)
+            if (source.resolved, source.sha256) in done:
+                part.skipped = True
+                continue
+            summary.quarantine_by_code.update(_ingest_source(source, part, batch))
+            done.add((source.resolved, source.sha256))
+        ingested = [s for s in summary.sources if not s.skipped]
+        if ingested:
+            batch.commit(ingested)
+            summary.batch_id = batch.batch_id
+    summary.seconds = time.perf_counter() - start
+    if strict and summary.quarantined:
+        raise StrictIngestError(
+            hint(
+                f"{summary.quarantined} event record(s) were quarantined.",
+                "inspect them with scan_dataset(path).quarantine; the rest was ingested.",
+            )
+        )
+    return summary
+
+
+# --- matching -------------------------------------------------------------------
+
+
+def run_commits(artifacts: pl.LazyFrame) -> pl.LazyFrame:
+    """``doc_id, run_id, commit`` of every run's ``commit`` / ``merge`` artifacts (§11).
+
+    The commit is the artifact's ``path``, else its id; the same rule as
+    :func:`ocp_analytics.features.matched_events`.
+    """
+    return (
+        artifacts.filter(pl.col("kind").is_in(COMMIT_KINDS))
+        .select("doc_id", "run_id", pl.coalesce("path", "artifact_id").alias("commit"))
+        .filter(pl.col("commit").is_not_null())
+        .unique()
+    )
+
+
+def _tables(dataset: object) -> Mapping[str, pl.LazyFrame]:
+    if isinstance(dataset, Mapping):
+        return {k: v.lazy() for k, v in dataset.items()}
+    return dataset.frames if isinstance(dataset, D.Dataset) else D.scan_dataset(dataset).frames  # type: ignore[arg-type]
+
+
+def unmatched_events(dataset: object) -> pl.LazyFrame:
+    """Stored events whose commit names no current run's ``commit``/``merge`` artifact.
+
+    They count for no run (yet): a run naming the commit may still arrive,
+    and is matched when it does. Sorted by ``observed_at`` (unknown first),
+    then ``event_id``.
+
+    Parameters
+    ----------
+    dataset
+        A dataset folder, a :class:`~ocp_analytics.Dataset`, or a mapping
+        of tables holding ``events`` and ``artifacts``.
+
+    Returns
+    -------
+    polars.LazyFrame
+        The ``events`` columns of the unmatched events.
+
+    Examples
+    --------
+    >>> import ocp_analytics as oa, tempfile
+    >>> ds = tempfile.mkdtemp() + "/ds"
+    >>> _ = oa.ingest_events("tests/data/events/example-events.ndjson", ds)
+    >>> oa.unmatched_events(ds).select("event_id").collect()["event_id"].to_list()
+    ['ev-2', 'ev-1', 'ev-3']
+    >>> _ = oa.ingest("tests/data/examples/late-revert.ocp.json", ds)
+    >>> oa.unmatched_events(ds).select("event_id", "commit").collect().rows()
+    [('ev-3', '0d1e2f3')]
+    """
+    tables = _tables(dataset)
+    events = tables.get("events")
+    if events is None:
+        return pl.LazyFrame(schema=_EVENT_SCHEMA)
+    commits = run_commits(tables["artifacts"]).select("commit").unique()
+    return events.join(commits, on="commit", how="anti").sort(
+        pl.col("observed_at").is_not_null(), "observed_at", "event_id"
+    )
