@@ -1,7 +1,7 @@
 """Acceptance decisions: rules × per-run features → outcomes (SEMANTICS §3–§9); pure.
 
 Both kinds of rule reduce to the same per-(run, rule) **summary**, and one
-:func:`finish` turns every summary into the output columns:
+``_finish`` turns every summary into the output columns:
 
 * **alternative rules** (known up front, few distinct names) are compiled
   into column expressions over one wide per-run feature table (a column per
@@ -50,7 +50,7 @@ OUTPUT_SCHEMA = dict(polars_schema("acceptance"))
 assert list(OUTPUT_SCHEMA) == ACCEPTANCE.names
 _APOS = ATTEMPT_FIELDS["pos"]
 
-__all__ = ["OUTPUT_SCHEMA", "SEP", "TIER_RANK", "decide", "finish", "turned_by_late_event"]
+__all__ = ["OUTPUT_SCHEMA", "SEP", "TIER_RANK", "decide", "turned_by_late_event"]
 
 
 def tier_word(rank: pl.Expr) -> pl.Expr:
@@ -79,7 +79,7 @@ def part_reason(state: pl.Expr, name: pl.Expr, fail_word: str) -> pl.Expr:
 # --- the one finish -------------------------------------------------------------
 
 
-def finish(
+def _finish(
     summary: pl.LazyFrame,
     as_of: datetime,
     carried: Sequence[str] = (),
@@ -134,7 +134,7 @@ def finish(
     # (splitting per row was a third of the time of writing every row).
     if not reasons:
         summary = summary.with_columns(pl.lit(None, pl.List(pl.String)).alias("reasons"))
-        return _output(summary, outcome, rank, decided, as_of, carried)
+        return _output_columns(summary, outcome, rank, decided, as_of, carried)
     summary = summary.with_columns(text.alias("_text"))
     lists = (
         summary.select("_text")
@@ -147,10 +147,10 @@ def finish(
         )
     )
     summary = summary.join(lists, on="_text", how="left", maintain_order="left")
-    return _output(summary, outcome, rank, decided, as_of, carried)
+    return _output_columns(summary, outcome, rank, decided, as_of, carried)
 
 
-def _output(
+def _output_columns(
     summary: pl.LazyFrame,
     outcome: pl.Expr,
     rank: pl.Expr,
@@ -544,10 +544,10 @@ def decide(
             as_of,
             carried,
         )
-        frames.append(finish(summary, as_of, carried, reasons=reasons))
+        frames.append(_finish(summary, as_of, carried, reasons=reasons))
     if rules:
         wide = _wide(run_rows, verdicts, scores, events, c).lazy()
         for k, r in enumerate(rules):
             summary = _alternative_summary(wide, r, k, c, carried)
-            frames.append(finish(summary, as_of, carried, reasons=reasons))
+            frames.append(_finish(summary, as_of, carried, reasons=reasons))
     return frames

@@ -1,0 +1,88 @@
+"""Shared fixtures: generated and bundled datasets, a tiny dataset from literal dicts,
+the reference evaluator and a frame-equality helper."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import orjson
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+import ocp_analytics as oa
+from tests import reference as _reference
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # benchmarks/ is not an installed package
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.generate import generate_documents, write_rules  # noqa: E402
+
+AS_OF = "2027-01-01T00:00:00Z"
+DATA = Path(__file__).parent / "data"
+EXAMPLES = DATA / "examples"
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """1,500 generated runs over three batches, the last replacing 50 runs."""
+    tmp = tmp_path_factory.mktemp("gen")
+    docs = list(generate_documents(1500, seed=7))
+    for i, part in enumerate((docs[:700], docs[700:1500])):
+        (tmp / f"part-{i}.ndjson").write_bytes(b"\n".join(orjson.dumps(d) for d in part) + b"\n")
+    changed = []
+    for d in docs[100:150]:
+        d = json.loads(json.dumps(d))
+        d["run"]["signals"] = d["run"].get("signals", [])[:1]
+        changed.append(d)
+    (tmp / "again.ndjson").write_bytes(b"\n".join(orjson.dumps(d) for d in changed) + b"\n")
+    ds = tmp / "ds"
+    oa.ingest([tmp / "part-0.ndjson", tmp / "part-1.ndjson"], ds, commit_docs=500, chunk_docs=300)
+    summary = oa.ingest(tmp / "again.ndjson", ds)
+    assert summary.runs_replaced == 50
+    return ds, write_rules(tmp / "rules.toml", 6, seed=3)
+
+
+@pytest.fixture(scope="session")
+def examples_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled examples, ingested once per test session."""
+    ds = tmp_path_factory.mktemp("examples") / "ds"
+    oa.ingest(EXAMPLES, ds)
+    return ds
+
+
+@pytest.fixture
+def tiny_dataset(tmp_path: Path) -> Callable[[Iterable[dict]], Path]:
+    """Build a dataset from literal document dicts: ``tiny_dataset([doc, ...])``."""
+
+    def build(docs: Iterable[dict]) -> Path:
+        src = tmp_path / f"docs-{len(list(tmp_path.iterdir()))}.ndjson"
+        src.write_bytes(b"".join(orjson.dumps(d) + b"\n" for d in docs))
+        ds = tmp_path / "ds"
+        oa.ingest(src, ds)
+        return ds
+
+    return build
+
+
+@pytest.fixture(scope="session")
+def reference():
+    """The plain per-document reference evaluator (``tests/reference.py``)."""
+    return _reference
+
+
+def frames_equal(
+    got: pl.DataFrame, want: pl.DataFrame | dict, sort: list[str] | None = None
+) -> None:
+    """Assert two frames (or a frame and a dict of columns) hold the same rows."""
+    want_df = want if isinstance(want, pl.DataFrame) else pl.DataFrame(want)
+    if sort:
+        got, want_df = got.sort(sort), want_df.sort(sort)
+    assert_frame_equal(got, want_df, check_dtypes=False)
+
+
+__all__ = ["AS_OF", "EXAMPLES", "frames_equal", "json"]

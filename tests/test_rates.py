@@ -1,0 +1,40 @@
+"""Pure rate aggregations: partials, combine, Wilson bounds, flips."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from ocp_analytics.rates import rates_from, wilson
+
+
+def test_rates_median_and_shares_from_histogram() -> None:
+    acc = pl.LazyFrame(
+        {
+            "rule": ["r"] * 6,
+            "outcome": ["accepted"] * 5 + ["rejected"],
+            "tier": ["verified"] * 6,
+            "window_open": [False, True, False, False, False, False],
+            "attempts_to_acceptance": [1, 4, 2, 1, None, None],
+            "accepted_attempt_n": [1, 2, 1, 1, None, None],
+            "as_of": [None] * 6,
+        },
+        schema_overrides={"as_of": pl.Datetime("us", "UTC")},
+    )
+    row = rates_from(acc).collect().row(0, named=True)
+    assert (row["runs"], row["accepted"], row["rejected"], row["provisional"]) == (6, 5, 1, 1)
+    assert row["attempts_median"] == 1.5  # (1, 1, 2, 4): middle two are 1 and 2
+    assert row["attempts_mean"] == 2.0
+    assert row["first_attempt_share"] == 0.5
+    assert row["first_node_attempt_share"] == 0.75  # attempt 2 of run 3 is its node's first
+
+
+def test_wilson_bounds_stay_within_0_and_1() -> None:
+    frame = pl.DataFrame({"s": [0, 14, 1, 0], "n": [14, 14, 1, 0]})
+    lo, hi = wilson(pl.col("s"), pl.col("n"))
+    got = frame.select(lo.alias("lo"), hi.alias("hi")).rows()
+    assert [tuple(None if v is None else round(v, 4) for v in r) for r in got] == [
+        (0.0, 0.2153),
+        (0.7847, 1.0),
+        (0.2065, 1.0),
+        (None, None),
+    ]
