@@ -1,5 +1,6 @@
 """ocp-analytics: columnar analytics for OCP run documents."""
 
+from ocp_analytics._version import __version__
 from ocp_analytics.api import (
     acceptance,
     attempts_distribution,
@@ -24,8 +25,6 @@ from ocp_analytics.report import report
 from ocp_analytics.rules import Rule, ScoreTarget, read_rules_file
 from ocp_analytics.sql import connect, run_query
 from ocp_analytics.timeaxis import resolve_window
-
-__version__ = "0.1.0"
 
 __all__ = [
     "Dataset",

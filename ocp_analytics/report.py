@@ -782,7 +782,7 @@ def render_html(
     """The page: jinja2 template ``report.html.j2`` around the SVG charts and tables."""
     import jinja2
 
-    from ocp_analytics import __version__
+    from ocp_analytics._version import __version__
 
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("ocp_analytics", "templates"),
@@ -888,12 +888,11 @@ def _context(
     period: str | None,
     sample: int,
 ) -> _Context:
-    import ocp_analytics as oa
     from ocp_analytics.rules import RECORDED, resolve_rules
-    from ocp_analytics.timeaxis import resolve_as_of
+    from ocp_analytics.timeaxis import resolve_as_of, resolve_window
 
     when = resolve_as_of(as_of)
-    lo, hi = oa.resolve_window(since, until, when)
+    lo, hi = resolve_window(since, until, when)
     alt = resolve_rules(rules)  # type: ignore[arg-type]
     names = [RECORDED, *(r.name for r in alt)]
     cols = [by] if isinstance(by, str) else list(by)
