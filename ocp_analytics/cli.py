@@ -611,6 +611,13 @@ def accept(
         when = _as_of(as_of)
         alt = _rules_arg(rules, rule)
         if engine is Engine.spark:
+            if late_only:
+                raise OcpAnalyticsError(
+                    hint(
+                        "--late-only is not available with --engine spark yet.",
+                        "run it with --engine polars (the default).",
+                    )
+                )
             window = {"recorded": recorded, "since": since, "until": until}
             _accept_spark(dataset, alt, when, window, fmt, out, spark_master, spark_conf)
             return

@@ -105,6 +105,16 @@ def test_accept_late_only_lists_the_reverted_run(examples_ds: Path) -> None:
     assert oa.acceptance(examples_ds, as_of=AFTER, late_only=True).collect().height == 1
 
 
+def test_late_only_is_refused_with_the_spark_engine(examples_ds: Path) -> None:
+    args = ["accept", str(examples_ds), "--late-only", "--engine", "spark"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 1
+    assert result.output == (
+        "error: --late-only is not available with --engine spark yet.\n\n"
+        "Hint: run it with --engine polars (the default).\n"
+    )
+
+
 def test_other_examples_are_not_changed_by_events(examples_ds: Path, tmp_path: Path) -> None:
     plain = tmp_path / "plain"
     oa.ingest(EXAMPLES, plain)
