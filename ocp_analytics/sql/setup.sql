@@ -84,7 +84,7 @@ SET VARIABLE ocp_batch_files = (
 --   getvariable('ocp_batch_files')  VARCHAR[], set by batch_files.sql.
 -- Output: variable ocp_files MAP(VARCHAR, VARCHAR[]): table name -> part
 --   files relative to the dataset folder, keys runs, attempts, signals,
---   rules, artifacts, findings, quarantine, events.
+--   rules, artifacts, findings, quarantine.
 SET VARIABLE ocp_files = (
     SELECT MAP {
         'runs':       ['_schema/runs.parquet']       || coalesce(flatten(list(files.runs       ORDER BY seq)), []),
@@ -93,8 +93,7 @@ SET VARIABLE ocp_files = (
         'rules':      ['_schema/rules.parquet']      || coalesce(flatten(list(files.rules      ORDER BY seq)), []),
         'artifacts':  ['_schema/artifacts.parquet']  || coalesce(flatten(list(files.artifacts  ORDER BY seq)), []),
         'findings':   ['_schema/findings.parquet']   || coalesce(flatten(list(files.findings   ORDER BY seq)), []),
-        'quarantine': ['_schema/quarantine.parquet'] || coalesce(flatten(list(files.quarantine ORDER BY seq)), []),
-        'events':     ['_schema/events.parquet']     || coalesce(flatten(list(files.events     ORDER BY seq)), [])
+        'quarantine': ['_schema/quarantine.parquet'] || coalesce(flatten(list(files.quarantine ORDER BY seq)), [])
     }
     FROM read_json(
         -- the format marker is always present, so the list is never empty
@@ -104,7 +103,7 @@ SET VARIABLE ocp_files = (
         ),
         columns = {
             seq: 'BIGINT',
-            files: 'STRUCT(runs VARCHAR[], attempts VARCHAR[], signals VARCHAR[], rules VARCHAR[], artifacts VARCHAR[], findings VARCHAR[], quarantine VARCHAR[], events VARCHAR[])'
+            files: 'STRUCT(runs VARCHAR[], attempts VARCHAR[], signals VARCHAR[], rules VARCHAR[], artifacts VARCHAR[], findings VARCHAR[], quarantine VARCHAR[])'
         }
     )
     WHERE files IS NOT NULL
@@ -416,159 +415,6 @@ CREATE OR REPLACE VIEW quarantine AS
 SELECT *
 FROM ocp_all_versions('quarantine');
 
--- ---- sql/views/events.sql ----
--- events: every stored late event (SEMANTICS §11), matched to a run or not.
---
--- Purpose: late events arrive apart from their run (ocp-analytics
---   ingest-events); each is stored once by event_id (the first stored record
---   wins), so every committed row is current. They are matched to runs at
---   read time (matched_events), never when written.
--- Parameters: none (reads ocp_all_versions('events')).
--- Output columns: those of ocp_analytics.schemas.EVENTS: event_id, commit,
---   kind ('event'), name, value_text, observed_at TIMESTAMPTZ (NULL when
---   absent or unreadable), observed_at_raw, source_kind, source_ref, tier,
---   batch_id, source_path, source_line, source_index.
-CREATE OR REPLACE VIEW events AS
-SELECT *
-FROM ocp_all_versions('events');
-
--- ---- sql/views/matched_events.sql ----
--- matched_events: late events matched to the current runs they concern (SEMANTICS §11).
---
--- Purpose: a run names its commits by its artifacts whose kind is 'commit'
---   or 'merge' (the artifact's path, else its id); an event about one of
---   them is treated as if appended to the run's signals. One commit shared
---   by several runs matches each; a run naming one commit twice matches the
---   event once. sig_idx places matched events after every signal of the run
---   (2^32 + their rank), ranked by observed_at (unknown first), then
---   event_id: the order of ocp_analytics.features.matched_events. An event
---   signal row of run_features.events is (sig_idx, name, observed_at,
---   tier_rank) of these rows, with the as_of filter applied as to signals.
--- Parameters: none (reads events, artifacts).
--- Output columns: doc_id BIGINT, run_id VARCHAR, event_id VARCHAR,
---   commit VARCHAR, kind VARCHAR, name VARCHAR, sig_idx BIGINT,
---   observed_at TIMESTAMPTZ, tier VARCHAR.
-CREATE OR REPLACE VIEW matched_events AS
-WITH commits AS (
-    SELECT DISTINCT doc_id, run_id, coalesce(path, artifact_id) AS commit
-    FROM artifacts
-    WHERE kind IN ('commit', 'merge') AND coalesce(path, artifact_id) IS NOT NULL
-)
-SELECT
-    c.doc_id,
-    c.run_id,
-    e.event_id,
-    e.commit,
-    e.kind,
-    e.name,
-    CAST(4294967296 AS BIGINT) + row_number() OVER (
-        PARTITION BY c.doc_id
-        ORDER BY e.observed_at IS NOT NULL, e.observed_at, e.event_id
-    ) - 1 AS sig_idx,
-    e.observed_at,
-    e.tier
-FROM events AS e
-JOIN commits AS c ON c.commit = e.commit
-WHERE e.kind = 'event';
-
--- ---- sql/views/unmatched_events.sql ----
--- unmatched_events: stored late events that concern no current run.
---
--- Purpose: an event whose commit is named by no current run's 'commit' or
---   'merge' artifact (path, else id) counts for no run yet; a run naming the
---   commit may still arrive, and is matched when it does (matched_events).
---   The same list as ocp_analytics.unmatched_events.
--- Parameters: none (reads events, artifacts).
--- Output columns: those of the events view.
-CREATE OR REPLACE VIEW unmatched_events AS
-SELECT *
-FROM events
-WHERE commit NOT IN (
-    SELECT coalesce(path, artifact_id)
-    FROM artifacts
-    WHERE kind IN ('commit', 'merge') AND coalesce(path, artifact_id) IS NOT NULL
-);
-
--- ---- sql/views/latest_verdicts.sql ----
--- latest_verdicts: the latest verdict of every (run version, name) (SEMANTICS §4–§5).
---
--- Purpose: within one document, for one verdict name (exact, case-sensitive
---   match), order the verdicts by observed_at with an unknown time FIRST,
---   then by position in run.signals; the last one wins, whatever its value.
---   One GROUP BY with arg_max over ocp_signal_order (a hash aggregate with
---   a small fixed-size key; no window over all signals). arg_max skips rows
---   whose returned value is NULL, so it returns one struct, never NULL, and
---   the columns are read from it. The value is reduced to its state before
---   the aggregate, so the state held per group stays small.
--- Parameters: none.
--- Output columns:
---   doc_id BIGINT, name VARCHAR
---   state TINYINT       0 fail, 1 unknown, 2 pass (ocp_verdict_state: any
---                       value other than accept/pass/reject/fail is unknown)
---   tier_rank TINYINT   0 verified … 3 asserted (ocp_tier_rank)
---   at_attempt VARCHAR  the attempt the verdict names (may name none)
---   sig_idx INTEGER     which signal won (its position in run.signals)
-CREATE OR REPLACE VIEW latest_verdicts AS
-WITH latest AS (
-    SELECT
-        doc_id,
-        name,
-        arg_max(
-            {
-                'state': CAST(
-                    CASE ocp_verdict_state(value_text) WHEN 'fail' THEN 0 WHEN 'pass' THEN 2 ELSE 1 END
-                    AS TINYINT
-                ),
-                'tier_rank': CAST(ocp_tier_rank(tier) AS TINYINT),
-                'at_attempt': at_attempt,
-                'sig_idx': sig_idx
-            },
-            ocp_signal_order(observed_at, sig_idx)
-        ) AS s
-    FROM signals
-    WHERE kind = 'verdict'
-    GROUP BY doc_id, name
-)
-SELECT doc_id, name, s.state, s.tier_rank, s.at_attempt, s.sig_idx
-FROM latest;
-
--- ---- sql/views/latest_scores.sql ----
--- latest_scores: the latest numeric score of every (run version, name) (SEMANTICS §4).
---
--- Purpose: only scores whose value is a JSON number count (value_num IS NOT
---   NULL): a later null, boolean or string score does not hide an earlier
---   measured one. Among those, order by observed_at with an unknown time
---   FIRST, then by position in run.signals; the last one wins. One GROUP BY
---   with arg_max over ocp_signal_order, as in latest_verdicts (the returned
---   struct is never NULL, so no row is skipped).
--- Parameters: none.
--- Output columns:
---   doc_id BIGINT, name VARCHAR
---   value DOUBLE        the score
---   tier_rank TINYINT   0 verified … 3 asserted (ocp_tier_rank)
---   at_attempt VARCHAR  the attempt the score names (may name none)
---   sig_idx INTEGER     which signal won (its position in run.signals)
-CREATE OR REPLACE VIEW latest_scores AS
-WITH latest AS (
-    SELECT
-        doc_id,
-        name,
-        arg_max(
-            {
-                'value': value_num,
-                'tier_rank': CAST(ocp_tier_rank(tier) AS TINYINT),
-                'at_attempt': at_attempt,
-                'sig_idx': sig_idx
-            },
-            ocp_signal_order(observed_at, sig_idx)
-        ) AS s
-    FROM signals
-    WHERE kind = 'score' AND value_num IS NOT NULL
-    GROUP BY doc_id, name
-)
-SELECT doc_id, name, s.value, s.tier_rank, s.at_attempt, s.sig_idx
-FROM latest;
-
 -- ---- sql/views/attempt_positions.sql ----
 -- attempt_positions: where each attempt id of a run version stands (SEMANTICS §8).
 --
@@ -610,6 +456,115 @@ FROM ordered
 WHERE attempt_id IS NOT NULL
 QUALIFY row_number() OVER (PARTITION BY doc_id, attempt_id ORDER BY pos) = 1;
 
+-- ---- sql/views/latest_signals.sql ----
+-- latest_signals: the latest verdict and the latest numeric score of every (run version, name) (SEMANTICS §4–§5, §8).
+--
+-- Purpose: within one document, for one kind ('verdict' or 'score') and one
+--   name (exact, case-sensitive match), order the signals by observed_at
+--   with an unknown time FIRST, then by position in run.signals; the last
+--   one wins. Every verdict counts, whatever its value; only scores whose
+--   value is a JSON number count (value_num IS NOT NULL), so a later null,
+--   boolean or string score does not hide an earlier measured one.
+--   One GROUP BY with arg_max over ocp_signal_order: a hash aggregate with a
+--   small fixed-size state (no window over all signals). Each signal is
+--   reduced before it: its verdict value to a state, its tier to a rank, its
+--   at_attempt to the attempt's position (attempt_positions), so no string
+--   is held per group. arg_max skips rows whose returned value is NULL, so
+--   it returns a struct, never NULL, and the columns are read from it.
+-- Parameters: none.
+-- Output columns:
+--   doc_id BIGINT, kind VARCHAR ('verdict' | 'score'), name VARCHAR
+--   state TINYINT        verdicts: 0 fail, 1 unknown, 2 pass (ocp_verdict_state:
+--                        a value other than accept/pass/reject/fail is unknown)
+--   value DOUBLE         scores: the score
+--   tier_rank TINYINT    0 verified … 3 asserted (ocp_tier_rank)
+--   attempt_pos BIGINT   attempt_positions.pos of the attempt the signal
+--                        names; NULL when it names no attempt of the run
+--   sig_idx INTEGER      which signal won (its position in run.signals)
+CREATE OR REPLACE VIEW latest_signals AS
+WITH placed AS (
+    SELECT
+        s.doc_id,
+        s.kind,
+        s.name,
+        CAST(
+            CASE ocp_verdict_state(s.value_text) WHEN 'fail' THEN 0 WHEN 'pass' THEN 2 ELSE 1 END
+            AS TINYINT
+        ) AS state,
+        s.value_num AS value,
+        CAST(ocp_tier_rank(s.tier) AS TINYINT) AS tier_rank,
+        ap.pos AS attempt_pos,
+        s.sig_idx,
+        s.observed_at
+    FROM signals AS s
+    LEFT JOIN attempt_positions AS ap ON ap.doc_id = s.doc_id AND ap.attempt_id = s.at_attempt
+    WHERE s.kind = 'verdict' OR (s.kind = 'score' AND s.value_num IS NOT NULL)
+),
+latest AS (
+    SELECT
+        doc_id,
+        kind,
+        name,
+        arg_max(
+            {
+                'state': state,
+                'value': value,
+                'tier_rank': tier_rank,
+                'attempt_pos': attempt_pos,
+                'sig_idx': sig_idx
+            },
+            ocp_signal_order(observed_at, sig_idx)
+        ) AS s
+    FROM placed
+    GROUP BY doc_id, kind, name
+)
+SELECT
+    doc_id,
+    kind,
+    name,
+    CASE WHEN kind = 'verdict' THEN s.state END AS state,
+    CASE WHEN kind = 'score' THEN s.value END AS value,
+    s.tier_rank,
+    s.attempt_pos,
+    s.sig_idx
+FROM latest;
+
+-- ---- sql/views/latest_verdicts.sql ----
+-- latest_verdicts: the latest verdict of every (run version, name) (SEMANTICS §4–§5).
+--
+-- Purpose: the verdict rows of latest_signals: within one document, for one
+--   verdict name, the verdict with the latest observed_at (an unknown time
+--   sorts first), then the latest position in run.signals, whatever its value.
+-- Parameters: none.
+-- Output columns:
+--   doc_id BIGINT, name VARCHAR
+--   state TINYINT        0 fail, 1 unknown, 2 pass (ocp_verdict_state)
+--   tier_rank TINYINT    0 verified … 3 asserted (ocp_tier_rank)
+--   attempt_pos BIGINT   position of the attempt it names (NULL: none of the run)
+--   sig_idx INTEGER      which signal won (its position in run.signals)
+CREATE OR REPLACE VIEW latest_verdicts AS
+SELECT doc_id, name, state, tier_rank, attempt_pos, sig_idx
+FROM latest_signals
+WHERE kind = 'verdict';
+
+-- ---- sql/views/latest_scores.sql ----
+-- latest_scores: the latest numeric score of every (run version, name) (SEMANTICS §4).
+--
+-- Purpose: the score rows of latest_signals: only scores whose value is a
+--   JSON number count; among those, the latest observed_at (an unknown time
+--   sorts first), then the latest position in run.signals.
+-- Parameters: none.
+-- Output columns:
+--   doc_id BIGINT, name VARCHAR
+--   value DOUBLE         the score
+--   tier_rank TINYINT    0 verified … 3 asserted (ocp_tier_rank)
+--   attempt_pos BIGINT   position of the attempt it names (NULL: none of the run)
+--   sig_idx INTEGER      which signal won (its position in run.signals)
+CREATE OR REPLACE VIEW latest_scores AS
+SELECT doc_id, name, value, tier_rank, attempt_pos, sig_idx
+FROM latest_signals
+WHERE kind = 'score';
+
 -- ---- sql/views/run_features.sql ----
 -- run_features: one row per run with every signal a rule can read (SEMANTICS §4–§8).
 --
@@ -619,7 +574,7 @@ QUALIFY row_number() OVER (PARTITION BY doc_id, attempt_id ORDER BY pos) = 1;
 --   attempt order, and the run's excluded-event candidates. Rules are then
 --   evaluated row by row on this table (run_rules, rule_parts, acceptance),
 --   never against the signals again. The verdicts and scores of a run are
---   gathered by one aggregate, after one join to attempt_positions.
+--   gathered from latest_signals by one aggregate.
 --   events holds the event signals not observed after as_of (§6: those
 --   never count for any rule), sorted by sig_idx; which of them a rule
 --   counts depends on its excludes_events and window (rule_parts).
@@ -638,50 +593,23 @@ QUALIFY row_number() OVER (PARTITION BY doc_id, attempt_id ORDER BY pos) = 1;
 --   events STRUCT(sig_idx INTEGER, name VARCHAR, observed_at TIMESTAMPTZ,
 --     tier_rank TINYINT)[]  NULL when the run has none
 CREATE OR REPLACE VIEW run_features AS
-WITH latest AS (
-    SELECT doc_id, name, state, NULL AS value, tier_rank, at_attempt
-    FROM latest_verdicts
-    UNION ALL
-    SELECT doc_id, name, NULL AS state, value, tier_rank, at_attempt
-    FROM latest_scores
-),
-placed AS (
-    SELECT
-        l.doc_id,
-        l.name,
-        l.state IS NOT NULL AS is_verdict,
-        l.state,
-        l.value,
-        l.tier_rank,
-        ap.pos AS attempt_pos
-    FROM latest AS l
-    LEFT JOIN attempt_positions AS ap ON ap.doc_id = l.doc_id AND ap.attempt_id = l.at_attempt
-    WHERE l.name IS NOT NULL
-),
-signals_by_run AS (
+WITH signals_by_run AS (
     SELECT
         doc_id,
         map_from_entries(
             list({
                 'key': name,
-                'value': {
-                    'state': state,
-                    'tier_rank': tier_rank,
-                    'attempt_pos': attempt_pos
-                }
-            }) FILTER (WHERE is_verdict)
+                'value': {'state': state, 'tier_rank': tier_rank, 'attempt_pos': attempt_pos}
+            }) FILTER (WHERE kind = 'verdict')
         ) AS verdicts,
         map_from_entries(
             list({
                 'key': name,
-                'value': {
-                    'value': value,
-                    'tier_rank': tier_rank,
-                    'attempt_pos': attempt_pos
-                }
-            }) FILTER (WHERE NOT is_verdict)
+                'value': {'value': value, 'tier_rank': tier_rank, 'attempt_pos': attempt_pos}
+            }) FILTER (WHERE kind = 'score')
         ) AS scores
-    FROM placed
+    FROM latest_signals
+    WHERE name IS NOT NULL
     GROUP BY doc_id
 ),
 events AS (

@@ -6,7 +6,7 @@
 --   attempt order, and the run's excluded-event candidates. Rules are then
 --   evaluated row by row on this table (run_rules, rule_parts, acceptance),
 --   never against the signals again. The verdicts and scores of a run are
---   gathered by one aggregate, after one join to attempt_positions.
+--   gathered from latest_signals by one aggregate.
 --   events holds the event signals not observed after as_of (§6: those
 --   never count for any rule), sorted by sig_idx; which of them a rule
 --   counts depends on its excludes_events and window (rule_parts).
@@ -25,50 +25,23 @@
 --   events STRUCT(sig_idx INTEGER, name VARCHAR, observed_at TIMESTAMPTZ,
 --     tier_rank TINYINT)[]  NULL when the run has none
 CREATE OR REPLACE VIEW run_features AS
-WITH latest AS (
-    SELECT doc_id, name, state, NULL AS value, tier_rank, at_attempt
-    FROM latest_verdicts
-    UNION ALL
-    SELECT doc_id, name, NULL AS state, value, tier_rank, at_attempt
-    FROM latest_scores
-),
-placed AS (
-    SELECT
-        l.doc_id,
-        l.name,
-        l.state IS NOT NULL AS is_verdict,
-        l.state,
-        l.value,
-        l.tier_rank,
-        ap.pos AS attempt_pos
-    FROM latest AS l
-    LEFT JOIN attempt_positions AS ap ON ap.doc_id = l.doc_id AND ap.attempt_id = l.at_attempt
-    WHERE l.name IS NOT NULL
-),
-signals_by_run AS (
+WITH signals_by_run AS (
     SELECT
         doc_id,
         map_from_entries(
             list({
                 'key': name,
-                'value': {
-                    'state': state,
-                    'tier_rank': tier_rank,
-                    'attempt_pos': attempt_pos
-                }
-            }) FILTER (WHERE is_verdict)
+                'value': {'state': state, 'tier_rank': tier_rank, 'attempt_pos': attempt_pos}
+            }) FILTER (WHERE kind = 'verdict')
         ) AS verdicts,
         map_from_entries(
             list({
                 'key': name,
-                'value': {
-                    'value': value,
-                    'tier_rank': tier_rank,
-                    'attempt_pos': attempt_pos
-                }
-            }) FILTER (WHERE NOT is_verdict)
+                'value': {'value': value, 'tier_rank': tier_rank, 'attempt_pos': attempt_pos}
+            }) FILTER (WHERE kind = 'score')
         ) AS scores
-    FROM placed
+    FROM latest_signals
+    WHERE name IS NOT NULL
     GROUP BY doc_id
 ),
 events AS (
