@@ -418,8 +418,11 @@ def polars_handwritten(a: argparse.Namespace) -> dict[str, int]:
 
 
 # The same answer in hand-written DuckDB SQL: the latest verdict / numeric score per
-# (doc_id, name) by arg_max over one order key (unknown time first, then position), the
-# rules as a K-row table joined to those per-run features, one row per (run, rule).
+# (doc_id, name) by arg_max over one order key (unknown time first, then position); the
+# verdicts of a run as one MAP (its per-run features); the rules as a K-row table cross
+# joined to runs, each rule's `requires` looked up in the map; one row per (run, rule).
+# (Measured on 50k runs: 2.6 s, against 3.0-4.5 s for joining a (rule, name) table to the
+# latest verdicts and grouping by (run, rule).)
 _DUCK_ACCEPT = """
 WITH
 runs AS (
@@ -443,23 +446,23 @@ pos AS (
     FROM read_parquet($attempts))
   WHERE attempt_id IS NOT NULL GROUP BY ALL
 ),
-verdict AS (
-  SELECT doc_id, name, arg_max_null(value_text, okey) AS v, arg_max_null(at_attempt, okey) AS at
-  FROM sig WHERE kind = 'verdict' AND name IN (SELECT name FROM req) GROUP BY ALL
+verdict AS MATERIALIZED (
+  SELECT v.doc_id, v.name,
+    CASE WHEN lower(v.v) IN ('accept', 'pass') THEN 2
+         WHEN lower(v.v) IN ('reject', 'fail') THEN 0 ELSE 1 END AS state, p.pos
+  FROM (SELECT doc_id, name,
+          arg_max_null(value_text, okey) AS v, arg_max_null(at_attempt, okey) AS at
+        FROM sig WHERE kind = 'verdict' AND name IN (SELECT name FROM req) GROUP BY ALL) v
+  LEFT JOIN pos p ON p.doc_id = v.doc_id AND p.attempt_id = v.at
 ),
 score AS (
   SELECT doc_id, name, arg_max_null(value_num, okey) AS v, arg_max_null(at_attempt, okey) AS at
   FROM sig WHERE kind = 'score' AND value_num IS NOT NULL
     AND name IN (SELECT name FROM sc_rule) GROUP BY ALL
 ),
-vparts AS (
-  SELECT v.doc_id, req.rule,
-    count(*) FILTER (WHERE lower(v.v) IN ('accept', 'pass')) AS n_pass,
-    count(*) FILTER (WHERE lower(v.v) IN ('reject', 'fail')) AS n_fail,
-    max(p.pos) AS vpos
-  FROM verdict v JOIN req USING (name)
-  LEFT JOIN pos p ON p.doc_id = v.doc_id AND p.attempt_id = v.at
-  GROUP BY ALL
+vfeat AS (
+  SELECT doc_id, map_from_entries(list({'k': name, 'v': {'s': state, 'p': pos}})) AS vf
+  FROM verdict GROUP BY doc_id
 ),
 sparts AS (
   SELECT s.doc_id, r.rule,
@@ -482,23 +485,29 @@ late AS (
 ),
 judged AS (
   SELECT runs.run_id, rules.rule,
-    CASE
-      WHEN late.doc_id IS NOT NULL THEN 'rejected'
-      WHEN len(rules.requires) = 0 AND rules.score_name IS NULL THEN 'unknown'
-      WHEN coalesce(vp.n_fail, 0) > 0 OR sp.sstate = 0 THEN 'rejected'
-      WHEN coalesce(vp.n_pass, 0) = len(rules.requires)
-        AND (rules.score_name IS NULL OR sp.sstate = 2) THEN 'accepted'
-      ELSE 'unknown'
-    END AS outcome,
-    greatest(vp.vpos, sp.spos) AS best_pos
+    list_min(list_transform(rules.requires, lambda n: coalesce(vf.vf[n].s, 1))) AS vmin,
+    list_max(list_transform(rules.requires, lambda n: vf.vf[n].p)) AS vpos,
+    late.doc_id IS NOT NULL AS is_late, sp.sstate, sp.spos, rules.score_name, rules.requires
   FROM runs CROSS JOIN rules
-  LEFT JOIN vparts vp ON vp.doc_id = runs.doc_id AND vp.rule = rules.rule
+  LEFT JOIN vfeat vf ON vf.doc_id = runs.doc_id
   LEFT JOIN sparts sp ON sp.doc_id = runs.doc_id AND sp.rule = rules.rule
   LEFT JOIN late ON late.doc_id = runs.doc_id AND late.rule = rules.rule
+),
+decided AS (
+  SELECT run_id, rule,
+    CASE
+      WHEN is_late THEN 'rejected'
+      WHEN len(requires) = 0 AND score_name IS NULL THEN 'unknown'
+      WHEN vmin = 0 OR sstate = 0 THEN 'rejected'
+      WHEN coalesce(vmin, 2) = 2 AND (score_name IS NULL OR sstate = 2) THEN 'accepted'
+      ELSE 'unknown'
+    END AS outcome,
+    greatest(vpos, spos) AS best_pos
+  FROM judged
 )
 SELECT run_id, rule, outcome,
   CASE WHEN outcome = 'accepted' THEN best_pos END AS attempts_to_acceptance
-FROM judged
+FROM decided
 """
 
 
@@ -774,6 +783,22 @@ def machine() -> dict[str, str]:
     }
 
 
+def package_state() -> str:
+    """The commit measured, and any uncommitted change to the package in the work tree."""
+    git = ["git", "-C", str(HERE.parent)]
+    try:
+        head = subprocess.run(
+            [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        )
+        dirty = subprocess.run(
+            [*git, "status", "--porcelain", "--", "ocp_analytics"], capture_output=True, text=True
+        )
+    except OSError:
+        return "unknown"
+    changed = [line[3:] for line in dirty.stdout.splitlines()]
+    return head.stdout.strip() + (f" + uncommitted: {', '.join(changed)}" if changed else "")
+
+
 def uptime() -> str:
     try:
         return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
@@ -839,6 +864,8 @@ def render(res: dict[str, Any]) -> str:
     if res["failed"]:
         lines += ["", "Failed: " + "; ".join(res["failed"].values())]
     lines += ["", "Machine: " + ", ".join(f"{a} {b}" for a, b in res["machine"].items())]
+    if "package" in res:
+        lines.append(f"Package: {res['package']}")
     return "\n".join(lines) + "\n"
 
 
@@ -889,6 +916,7 @@ def main(argv: list[str] | None = None) -> int:
         "load_before": load_before,
         "load_after": uptime(),
         "machine": machine(),
+        "package": package_state(),
         "figures": figures,
         "ratios": ratios(figures),
         "check": check(a, names) if "package_accept" in figures else {},
