@@ -16,6 +16,7 @@ DuckDB variables; user values are only ever passed as bound parameters.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 from collections.abc import Mapping
@@ -29,6 +30,7 @@ import polars as pl
 from ocp_analytics.dataset import open_existing
 from ocp_analytics.exceptions import OcpAnalyticsError, hint
 from ocp_analytics.rules import Rule, resolve_rules
+from ocp_analytics.schemas import TABLES
 from ocp_analytics.timeaxis import resolve_as_of
 
 # The statements of sql/setup.sql, in the order they run: later files use
@@ -57,6 +59,9 @@ SETUP_FILES = (
     "views/artifacts.sql",
     "views/findings.sql",
     "views/quarantine.sql",
+    "views/events.sql",
+    "views/matched_events.sql",
+    "views/unmatched_events.sql",
     "views/attempt_positions.sql",
     "views/latest_signals.sql",
     "views/latest_verdicts.sql",
@@ -174,6 +179,20 @@ def _run_setup(con: duckdb.DuckDBPyConnection) -> None:
             ) from exc
 
 
+def _add_new_tables(root: Path) -> None:
+    """Give a dataset made before a table existed (``events``) that table's schema file.
+
+    The views read ``_schema/<table>.parquet`` of every table; a dataset that
+    cannot be written (read-only) is left as it is.
+    """
+    from ocp_analytics.dataset import SCHEMA_DIR, create
+
+    if all((root / SCHEMA_DIR / f"{t}.parquet").is_file() for t in TABLES):
+        return
+    with contextlib.suppress(OSError):
+        create(root)
+
+
 def connect(
     dataset: str | Path,
     *,
@@ -185,9 +204,10 @@ def connect(
 
     The connection has ``TimeZone = 'UTC'``, the views of ``sql/views``
     (``runs``, ``attempts``, ``signals``, ``rules``, ``artifacts``,
-    ``findings``, ``quarantine``, ``acceptance``, ``rates`` and their
-    helpers) and the table ``alternative_rules``. The views read the batches
-    committed when the connection was made.
+    ``findings``, ``quarantine``, ``events``, ``matched_events``,
+    ``unmatched_events``, ``acceptance``, ``rates`` and their helpers) and
+    the table ``alternative_rules``. The views read the batches committed
+    when the connection was made.
 
     Parameters
     ----------
@@ -224,6 +244,7 @@ def connect(
     [('accepted', 'reported', 4)]
     """
     root = open_existing(dataset).resolve()
+    _add_new_tables(root)
     alternatives = resolve_rules(rules) if rules is not None else None  # type: ignore[arg-type]
     con = duckdb.connect(database)
     try:

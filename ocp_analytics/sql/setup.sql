@@ -84,7 +84,7 @@ SET VARIABLE ocp_batch_files = (
 --   getvariable('ocp_batch_files')  VARCHAR[], set by batch_files.sql.
 -- Output: variable ocp_files MAP(VARCHAR, VARCHAR[]): table name -> part
 --   files relative to the dataset folder, keys runs, attempts, signals,
---   rules, artifacts, findings, quarantine.
+--   rules, artifacts, findings, quarantine, events.
 SET VARIABLE ocp_files = (
     SELECT MAP {
         'runs':       ['_schema/runs.parquet']       || coalesce(flatten(list(files.runs       ORDER BY seq)), []),
@@ -93,7 +93,8 @@ SET VARIABLE ocp_files = (
         'rules':      ['_schema/rules.parquet']      || coalesce(flatten(list(files.rules      ORDER BY seq)), []),
         'artifacts':  ['_schema/artifacts.parquet']  || coalesce(flatten(list(files.artifacts  ORDER BY seq)), []),
         'findings':   ['_schema/findings.parquet']   || coalesce(flatten(list(files.findings   ORDER BY seq)), []),
-        'quarantine': ['_schema/quarantine.parquet'] || coalesce(flatten(list(files.quarantine ORDER BY seq)), [])
+        'quarantine': ['_schema/quarantine.parquet'] || coalesce(flatten(list(files.quarantine ORDER BY seq)), []),
+        'events':     ['_schema/events.parquet']     || coalesce(flatten(list(files.events     ORDER BY seq)), [])
     }
     FROM read_json(
         -- the format marker is always present, so the list is never empty
@@ -103,7 +104,7 @@ SET VARIABLE ocp_files = (
         ),
         columns = {
             seq: 'BIGINT',
-            files: 'STRUCT(runs VARCHAR[], attempts VARCHAR[], signals VARCHAR[], rules VARCHAR[], artifacts VARCHAR[], findings VARCHAR[], quarantine VARCHAR[])'
+            files: 'STRUCT(runs VARCHAR[], attempts VARCHAR[], signals VARCHAR[], rules VARCHAR[], artifacts VARCHAR[], findings VARCHAR[], quarantine VARCHAR[], events VARCHAR[])'
         }
     )
     WHERE files IS NOT NULL
@@ -414,6 +415,79 @@ WHERE doc_id IN (SELECT doc_id FROM current_docs);
 CREATE OR REPLACE VIEW quarantine AS
 SELECT *
 FROM ocp_all_versions('quarantine');
+
+-- ---- sql/views/events.sql ----
+-- events: every stored late event (SEMANTICS §11), matched to a run or not.
+--
+-- Purpose: late events arrive apart from their run (ocp-analytics
+--   ingest-events); each is stored once by event_id (the first stored record
+--   wins), so every committed row is current. They are matched to runs at
+--   read time (matched_events), never when written.
+-- Parameters: none (reads ocp_all_versions('events')).
+-- Output columns: those of ocp_analytics.schemas.EVENTS: event_id, commit,
+--   kind ('event'), name, value_text, observed_at TIMESTAMPTZ (NULL when
+--   absent or unreadable), observed_at_raw, source_kind, source_ref, tier,
+--   batch_id, source_path, source_line, source_index.
+CREATE OR REPLACE VIEW events AS
+SELECT *
+FROM ocp_all_versions('events');
+
+-- ---- sql/views/matched_events.sql ----
+-- matched_events: late events matched to the current runs they concern (SEMANTICS §11).
+--
+-- Purpose: a run names its commits by its artifacts whose kind is 'commit'
+--   or 'merge' (the artifact's path, else its id); an event about one of
+--   them is treated as if appended to the run's signals. One commit shared
+--   by several runs matches each; a run naming one commit twice matches the
+--   event once. sig_idx places matched events after every signal of the run
+--   (2^32 + their rank), ranked by observed_at (unknown first), then
+--   event_id: the order of ocp_analytics.features.matched_events. An event
+--   signal row of run_features.events is (sig_idx, name, observed_at,
+--   tier_rank) of these rows, with the as_of filter applied as to signals.
+-- Parameters: none (reads events, artifacts).
+-- Output columns: doc_id BIGINT, run_id VARCHAR, event_id VARCHAR,
+--   commit VARCHAR, kind VARCHAR, name VARCHAR, sig_idx BIGINT,
+--   observed_at TIMESTAMPTZ, tier VARCHAR.
+CREATE OR REPLACE VIEW matched_events AS
+WITH commits AS (
+    SELECT DISTINCT doc_id, run_id, coalesce(path, artifact_id) AS commit
+    FROM artifacts
+    WHERE kind IN ('commit', 'merge') AND coalesce(path, artifact_id) IS NOT NULL
+)
+SELECT
+    c.doc_id,
+    c.run_id,
+    e.event_id,
+    e.commit,
+    e.kind,
+    e.name,
+    CAST(4294967296 AS BIGINT) + row_number() OVER (
+        PARTITION BY c.doc_id
+        ORDER BY e.observed_at IS NOT NULL, e.observed_at, e.event_id
+    ) - 1 AS sig_idx,
+    e.observed_at,
+    e.tier
+FROM events AS e
+JOIN commits AS c ON c.commit = e.commit
+WHERE e.kind = 'event';
+
+-- ---- sql/views/unmatched_events.sql ----
+-- unmatched_events: stored late events that concern no current run.
+--
+-- Purpose: an event whose commit is named by no current run's 'commit' or
+--   'merge' artifact (path, else id) counts for no run yet; a run naming the
+--   commit may still arrive, and is matched when it does (matched_events).
+--   The same list as ocp_analytics.unmatched_events.
+-- Parameters: none (reads events, artifacts).
+-- Output columns: those of the events view.
+CREATE OR REPLACE VIEW unmatched_events AS
+SELECT *
+FROM events
+WHERE commit NOT IN (
+    SELECT coalesce(path, artifact_id)
+    FROM artifacts
+    WHERE kind IN ('commit', 'merge') AND coalesce(path, artifact_id) IS NOT NULL
+);
 
 -- ---- sql/views/attempt_positions.sql ----
 -- attempt_positions: where each attempt id of a run version stands (SEMANTICS §8).
