@@ -718,6 +718,24 @@ def _bench_case(path: str, lines: list[int]) -> dict[int, str]:
     return out
 
 
+def check_ingest(a: argparse.Namespace) -> dict[str, Any]:
+    """Rows of the tables DuckDB wrote against the package's runs, attempts and signals."""
+    import polars as pl
+
+    import ocp_analytics as oa
+
+    frames = oa.scan_dataset(_dataset(a.work)).frames
+    out: dict[str, Any] = {}
+    for t in ("runs", "attempts", "signals"):
+        duck = pl.scan_parquet(a.work / "duckdb_ndjson" / t / "*.parquet").select(pl.len())
+        out[t] = {
+            "duckdb": int(duck.collect().item()),
+            "package": int(frames[t].select(pl.len()).collect().item()),
+        }
+    out["same_rows"] = all(v["duckdb"] == v["package"] for v in out.values())
+    return out
+
+
 def check(a: argparse.Namespace, names: Sequence[str]) -> dict[str, Any]:
     """Compare each hand-written output with the package's rows for the alternative rules."""
     import polars as pl
@@ -861,6 +879,12 @@ def render(res: dict[str, Any]) -> str:
         for key in ("by_rule", "by_outcomes", "by_case_of_run"):
             if key in c:
                 lines.append(f"  - {key}: {c[key]}")
+    ci = res.get("check_ingest")
+    if ci:
+        rows = "; ".join(
+            f"{t} {v['duckdb']:,} vs {v['package']:,}" for t, v in ci.items() if t != "same_rows"
+        )
+        lines.append(f"- duckdb_read_ndjson rows against the package's tables: {rows}")
     if res["failed"]:
         lines += ["", "Failed: " + "; ".join(res["failed"].values())]
     lines += ["", "Machine: " + ", ".join(f"{a} {b}" for a, b in res["machine"].items())]
@@ -920,6 +944,7 @@ def main(argv: list[str] | None = None) -> int:
         "figures": figures,
         "ratios": ratios(figures),
         "check": check(a, names) if "package_accept" in figures else {},
+        "check_ingest": check_ingest(a) if "duckdb_read_ndjson" in figures else {},
         "failed": failed,
     }
     text = render(res)
