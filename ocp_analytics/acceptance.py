@@ -304,7 +304,7 @@ def _part_reasons(states: list[pl.Expr], words: list[tuple[str, str]]) -> pl.Exp
 def _alternative_summary(
     wide: pl.LazyFrame, r: Rule, k: int, c: _Compiled, carried: Sequence[str]
 ) -> pl.LazyFrame:
-    """The summary of every run under one compiled alternative rule."""
+    """The summary of every run of ``wide`` under one compiled rule (the ``k``-th of ``c``)."""
     states: list[pl.Expr] = []
     words: list[tuple[str, str]] = []  # (fail word, name) of each part, in reason order
     cols: list[str] = []  # column-name templates of each part's fields
@@ -476,6 +476,78 @@ def _recorded_summary(
     )
 
 
+# Recorded rules are compiled like alternative ones when a slice holds few
+# distinct definitions (teams share a handful of bars); past this many, each
+# run's rule is exploded and joined instead.
+RECORDED_COMPILED_MAX = 64
+_DEFINITION = [
+    "requires",
+    "score_name",
+    "score_target",
+    "score_better",
+    "excludes_events",
+    "window_days",
+]
+
+
+def _rule_of_row(row: dict) -> Rule:
+    """A recorded rule's row (valid) as a :class:`Rule` named ``recorded``."""
+    from ocp_analytics.rules import ScoreTarget
+
+    req, ex = row["requires"], row["excludes_events"]
+    score = None
+    if row["score_name"] is not None:
+        score = ScoreTarget(row["score_name"], row["score_target"], row["score_better"])
+    return Rule(
+        name=RECORDED,
+        requires=None if req is None else tuple(n for n in req if n is not None),
+        score=score,
+        excludes_events=None if ex is None else tuple(n for n in ex if n is not None),
+        window_days=row["window_days"],
+    )
+
+
+def _distinct_recorded(rules: pl.LazyFrame) -> tuple[list[Rule], pl.DataFrame] | None:
+    """The distinct valid recorded rules of a slice and ``doc_id → _rid, _valid``.
+
+    ``None`` when there are more than :data:`RECORDED_COMPILED_MAX`.
+    """
+    key = pl.struct(_DEFINITION).struct.json_encode().alias("_def")
+    defs = rules.select("doc_id", "valid", *_DEFINITION, key).collect()
+    valid = defs.filter(pl.col("valid"))
+    distinct = valid.unique("_def", keep="first", maintain_order=True)
+    if distinct.height > RECORDED_COMPILED_MAX:
+        return None
+    numbered = distinct.select("_def").with_row_index("_rid")
+    links = defs.join(numbered, on="_def", how="left").select(
+        "doc_id",
+        pl.when(pl.col("valid")).then(pl.col("_rid")).alias("_rid"),
+        pl.col("valid").alias("_valid"),
+    )
+    return [_rule_of_row(r) for r in distinct.iter_rows(named=True)], links
+
+
+def _unruled_summary(wide: pl.LazyFrame, carried: Sequence[str]) -> pl.LazyFrame:
+    """Runs with no recorded rule (``_valid`` null) or an unreadable one (false)."""
+    return wide.select(
+        "run_id",
+        pl.lit(RECORDED).alias("rule"),
+        pl.col("_valid").alias("valid"),
+        pl.lit(0).alias("n_parts"),
+        pl.lit(0).alias("n_fail"),
+        pl.lit(0).alias("n_pass"),
+        pl.lit(None, pl.String).alias("part_reasons"),
+        pl.lit(None, pl.Int8).alias("used_rank"),
+        *(pl.lit(None).alias(f) for f in ("apos", "aid", "an", "ar")),
+        pl.lit(None, pl.String).alias("ev_reasons"),
+        pl.lit(None, pl.Int8).alias("ev_rank"),
+        pl.lit(DEFAULT_WINDOW_DAYS).alias("window_days"),
+        pl.lit(False).alias("has_events"),
+        "ended_at",
+        *carried,
+    )
+
+
 # --- one slice: tables in, decisions out -------------------------------------------------
 
 
@@ -510,20 +582,28 @@ def decide(
     """
     carried = _carried(carry)
     runs, signals, attempts = tables["runs"], tables["signals"], tables["attempts"]
-    c = _Compiled(rules)
+    own = _distinct_recorded(tables["rules"]) if recorded else None
+    compiled = list(rules) + (own[0] if own else [])
+    c = _Compiled(compiled)
+    exploded = recorded and own is None  # every name may be needed
     positions = attempt_positions(attempts)
-    v_names = None if recorded else c.verdicts
-    s_names = None if recorded else c.scores
+    run_query = runs.select("doc_id", "run_id", "ended_at", *carry)
+    if own is not None:
+        run_query = run_query.join(own[1].lazy(), on="doc_id", how="left")
     queries = [
-        runs.select("doc_id", "run_id", "ended_at", *carry),
-        placed(latest_verdicts(signals, v_names), positions) if recorded or c.verdicts else None,
-        placed(latest_scores(signals, s_names), positions) if recorded or c.scores else None,
+        run_query,
+        placed(latest_verdicts(signals, None if exploded else c.verdicts), positions)
+        if exploded or c.verdicts
+        else None,
+        placed(latest_scores(signals, None if exploded else c.scores), positions)
+        if exploded or c.scores
+        else None,
     ]
     aggs = _event_aggs(c, as_of)
     late = None
     if tables.get("events") is not None and tables.get("artifacts") is not None:
         late = matched_events(tables["events"], tables["artifacts"])
-    ev = event_rows(signals, runs, None if recorded else c.events, late)
+    ev = event_rows(signals, runs, None if exploded else c.events, late)
     if aggs:
         queries.append(ev.group_by("doc_id").agg(aggs))
     done = pl.collect_all([q for q in queries if q is not None])
@@ -532,22 +612,24 @@ def decide(
     verdicts = next(it) if queries[1] is not None else None
     scores = next(it) if queries[2] is not None else None
     events = next(it) if aggs else None
+    wide = _wide(run_rows, verdicts, scores, events, c).lazy()
     frames: list[pl.LazyFrame] = []
-    if recorded:
+    if exploded:
         assert verdicts is not None and scores is not None
         summary = _recorded_summary(
-            run_rows.lazy(),
-            verdicts.lazy(),
-            scores.lazy(),
-            ev,
-            tables["rules"],
-            as_of,
-            carried,
+            run_rows.lazy(), verdicts.lazy(), scores.lazy(), ev, tables["rules"], as_of, carried
         )
         frames.append(_finish(summary, as_of, carried, reasons=reasons))
-    if rules:
-        wide = _wide(run_rows, verdicts, scores, events, c).lazy()
-        for k, r in enumerate(rules):
-            summary = _alternative_summary(wide, r, k, c, carried)
-            frames.append(_finish(summary, as_of, carried, reasons=reasons))
+    elif own is not None:
+        rid = pl.col("_rid")
+        parts = [_unruled_summary(wide.filter(rid.is_null()), carried)]
+        parts += [
+            _alternative_summary(wide.filter(rid == j), r, len(rules) + j, c, carried)
+            for j, r in enumerate(own[0])
+        ]
+        summary = pl.concat(parts, how="vertical_relaxed")
+        frames.append(_finish(summary, as_of, carried, reasons=reasons))
+    for k, r in enumerate(rules):
+        summary = _alternative_summary(wide, r, k, c, carried)
+        frames.append(_finish(summary, as_of, carried, reasons=reasons))
     return frames

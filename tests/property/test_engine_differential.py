@@ -11,6 +11,7 @@ the reference too.
 
 from __future__ import annotations
 
+import importlib
 import math
 from pathlib import Path
 
@@ -25,6 +26,8 @@ from tests import reference
 from tests.property.strategies import alternative_rules, as_of_instants, document_batches
 
 FIELDS = reference.RESULT_FIELDS
+# the module (``ocp_analytics.acceptance`` as an attribute is the function)
+ENGINE = importlib.import_module("ocp_analytics.acceptance")
 EXAMPLES = 200
 BATCH = (10, 14)  # 200 examples x ~12 documents = ~2,400 documents per run
 
@@ -65,6 +68,25 @@ def check_batch(docs: list[dict], rules: list[dict], as_of) -> int:
 @given(docs=document_batches(*BATCH), rules=alternative_rules(), as_of=as_of_instants())
 def test_engine_matches_reference(docs: list[dict], rules: list[dict], as_of) -> None:
     check_batch(docs, rules, as_of)
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(docs=document_batches(*BATCH), rules=alternative_rules(), as_of=as_of_instants())
+def test_exploded_recorded_rules_match_reference(
+    docs: list[dict], rules: list[dict], as_of
+) -> None:
+    """Past RECORDED_COMPILED_MAX distinct recorded rules, each run's rule is exploded."""
+    saved = ENGINE.RECORDED_COMPILED_MAX
+    ENGINE.RECORDED_COMPILED_MAX = 0
+    try:
+        check_batch(docs, rules, as_of)
+    finally:
+        ENGINE.RECORDED_COMPILED_MAX = saved
 
 
 def test_through_the_on_disk_dataset(tmp_path: Path) -> None:
