@@ -650,9 +650,11 @@ WHERE kind = 'score';
 --   never against the signals again. The verdicts and scores of a run are
 --   gathered from latest_signals by one aggregate.
 --   events holds the event signals not observed after as_of (§6: those
---   never count for any rule), sorted by sig_idx; which of them a rule
+--   never count for any rule), the run's own and the late events matched
+--   to it (matched_events, §11), sorted by sig_idx; which of them a rule
 --   counts depends on its excludes_events and window (rule_parts).
 -- Parameters: getvariable('ocp_as_of') through ocp_as_of().
+--   Reads runs, latest_signals, signals, matched_events.
 -- Output columns:
 --   doc_id BIGINT, run_id VARCHAR, ended_at TIMESTAMPTZ
 --   verdicts MAP(VARCHAR, STRUCT(state TINYINT, tier_rank TINYINT,
@@ -664,7 +666,7 @@ WHERE kind = 'score';
 --   scores MAP(VARCHAR, STRUCT(value DOUBLE, tier_rank TINYINT,
 --     attempt_pos BIGINT))
 --       name -> the latest numeric score, the same way. NULL: no score.
---   events STRUCT(sig_idx INTEGER, name VARCHAR, observed_at TIMESTAMPTZ,
+--   events STRUCT(sig_idx BIGINT, name VARCHAR, observed_at TIMESTAMPTZ,
 --     tier_rank TINYINT)[]  NULL when the run has none
 CREATE OR REPLACE VIEW run_features AS
 WITH signals_by_run AS (
@@ -686,6 +688,16 @@ WITH signals_by_run AS (
     WHERE name IS NOT NULL
     GROUP BY doc_id
 ),
+event_signals AS (
+    -- the run's own event signals, then the late events matched to it
+    -- (SEMANTICS §11: as if appended to run.signals, sig_idx >= 2^32)
+    SELECT doc_id, CAST(sig_idx AS BIGINT) AS sig_idx, name, observed_at, tier
+    FROM signals
+    WHERE kind = 'event'
+    UNION ALL
+    SELECT doc_id, sig_idx, name, observed_at, tier
+    FROM matched_events
+),
 events AS (
     SELECT
         doc_id,
@@ -697,11 +709,8 @@ events AS (
                 'tier_rank': CAST(ocp_tier_rank(tier) AS TINYINT)
             })
         ) AS events
-    FROM signals
-    WHERE
-        kind = 'event'
-        AND name IS NOT NULL
-        AND (observed_at IS NULL OR observed_at <= ocp_as_of())
+    FROM event_signals
+    WHERE name IS NOT NULL AND (observed_at IS NULL OR observed_at <= ocp_as_of())
     GROUP BY doc_id
 )
 SELECT r.doc_id, r.run_id, r.ended_at, s.verdicts, s.scores, e.events
@@ -848,7 +857,7 @@ CROSS JOIN rule_table AS t;
 --                          (NULL when none) and the position of the
 --                          attempt it names (NULL when it names no
 --                          attempt of the run)
---   late_events STRUCT(sig_idx INTEGER, name VARCHAR, observed_at
+--   late_events STRUCT(sig_idx BIGINT, name VARCHAR, observed_at
 --     TIMESTAMPTZ, tier_rank TINYINT)[]  counted events, in run.signals order
 CREATE OR REPLACE VIEW rule_parts AS
 WITH scored AS (

@@ -13,24 +13,36 @@ field (``check_batch`` of ``test_sql_differential.py``):
 * ``test_sql_matches_engine_benchmark_rules``: 1,500 documents of the seeded
   benchmark generator under its 20 rules (``rules-20`` of the benchmarks),
   the data and rules the performance figures are measured on.
+* ``test_sql_matches_engine_with_late_events``: the bundled examples and
+  their late events (SEMANTICS §11, matched to runs through commits) under
+  the same 20 rules, before and after the revert arrives.
 """
 
 from __future__ import annotations
 
 import tempfile
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import ocp_analytics as oa
 from benchmarks.generate import generate_documents, write_rules
+from ocp_analytics.rules import rule_from_object
 from tests.property.strategies import as_of_instants, valid_rules
-from tests.property.test_sql_differential import BATCH, check_batch, document_mix
+from tests.property.test_sql_differential import (
+    BATCH,
+    _assert_rows_equal,
+    _frames,
+    check_batch,
+    document_mix,
+)
 
 RULES = 20
 EXAMPLES = 8
+DATA = Path(__file__).resolve().parent.parent / "data"
 
 
 def twenty_rules() -> st.SearchStrategy[list[dict]]:
@@ -54,4 +66,22 @@ def test_sql_matches_engine_benchmark_rules() -> None:
         rules_file = write_rules(Path(tmp) / "rules-20.json", RULES, seed=7)
         rules = orjson.loads(rules_file.read_bytes())
     assert len(rules) == RULES
-    assert check_batch(docs, rules, datetime.fromisoformat("2026-12-01T00:00:00+00:00")) == 1500
+    assert check_batch(docs, rules, datetime(2026, 12, 1, tzinfo=UTC)) == 1500
+
+
+def test_sql_matches_engine_with_late_events(tmp_path: Path) -> None:
+    ds = tmp_path / "ds"
+    oa.ingest(DATA / "examples", ds)
+    oa.ingest_events(DATA / "events" / "example-events.ndjson", ds)
+    made = write_rules(tmp_path / "rules-20.json", RULES, seed=7)
+    rules = [rule_from_object(r, where="rules-20") for r in orjson.loads(made.read_bytes())]
+    # before the revert (2026-12-02T09:00Z) arrives, and after
+    for as_of in (datetime(2026, 12, 1, tzinfo=UTC), datetime(2026, 12, 3, tzinfo=UTC)):
+        f = _frames(ds, rules, as_of)
+        order = ["run_id", "rule"]
+        sql, engine = f["sql"].sort(order), f["engine"].sort(order)
+        late = sql.filter(run_id="run_ex_late_revert", rule="recorded")
+        assert late.height == 1
+        _assert_rows_equal(sql, engine, order, f"acceptance at {as_of}", {})
+        _assert_rows_equal(f["sql_rates"], f["engine_rates"], ["rule"], "rates", {})
+    assert "late:revert" in late["reasons"].item()

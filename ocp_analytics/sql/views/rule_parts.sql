@@ -28,7 +28,7 @@
 --                          (NULL when none) and the position of the
 --                          attempt it names (NULL when it names no
 --                          attempt of the run)
---   late_events STRUCT(sig_idx INTEGER, name VARCHAR, observed_at
+--   late_events STRUCT(sig_idx BIGINT, name VARCHAR, observed_at
 --     TIMESTAMPTZ, tier_rank TINYINT)[]  counted events, in run.signals order
 CREATE OR REPLACE VIEW rule_parts AS
 WITH scored AS (
