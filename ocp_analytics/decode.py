@@ -409,7 +409,9 @@ def decode_texts(
     parts: list[_Part] = []
     for start in range(0, len(fast), SUBCHUNK):
         pos = fast[start : start + SUBCHUNK]
-        parts += _decode_or_bisect(series.gather(pos), pos, slow)
+        contiguous = pos[-1] - pos[0] == len(pos) - 1
+        sub = series.slice(pos[0], len(pos)) if contiguous else series.gather(pos)
+        parts += _decode_or_bisect(sub, pos, slow)
     result = Decoded(frame=pl.DataFrame())
     clean_pos: list[int] = []
     clean_texts: list[str] = []
@@ -433,11 +435,17 @@ def decode_texts(
     frames = [
         pl.DataFrame({"pos": pl.Series(pos, dtype=pl.UInt32), "doc": docs}) for pos, docs in parts
     ]
-    frame = (
-        pl.concat(frames).sort("pos")
-        if frames
-        else pl.DataFrame(schema={"pos": pl.UInt32, "doc": DOCUMENT_DTYPE})
-    )
+    if not frames:
+        frames = [pl.DataFrame(schema={"pos": pl.UInt32, "doc": DOCUMENT_DTYPE})]
+    frame = pl.concat(frames, rechunk=False)
+    if clean_pos:  # the fast parts are in order; a nested sort only when slow ones join
+        frame = frame.sort("pos")
+    if frame.height == len(texts):  # every position, in order
+        slow_col = pl.Series("slow", [False] * len(texts), dtype=pl.Boolean)
+        if clean_pos:
+            slow_col.scatter(clean_pos, True)
+        result.frame = frame.with_columns(series.alias("text"), slow_col)
+        return result
     slow_mask = [False] * len(texts)
     for i in clean_pos:
         slow_mask[i] = True
