@@ -25,7 +25,7 @@ import orjson
 import polars as pl
 import typer
 
-from ocp_analytics.exceptions import OcpAnalyticsError, RuleError, StrictIngestError, hint
+from ocp_analytics.exceptions import OcpAnalyticsError, StrictIngestError, hint
 
 app = typer.Typer(
     name="ocp-analytics",
@@ -101,7 +101,7 @@ def _version(value: bool) -> None:
     if value:
         from importlib.metadata import PackageNotFoundError, version
 
-        from ocp_analytics import __version__
+        from ocp_analytics._version import __version__
 
         try:
             number = version("ocp-analytics")
@@ -366,28 +366,9 @@ def _rules_arg(rules_files: list[Path] | None, rule: list[str] | None) -> list[A
 
     items: list[Any] = []
     for path in rules_files or []:
-        found = read_rules_file(path)
-        if not found:
-            raise RuleError(_no_rule_message(path))
-        items += found
+        items += read_rules_file(path)
     items += rule or []
     return items
-
-
-def _no_rule_message(path: Path) -> str:
-    fix = "write each rule as a [[rule]] table (TOML) or an object in a JSON list."
-    if path.suffix.lower() != ".json":
-        import tomllib
-
-        try:
-            keys = sorted(tomllib.loads(path.read_text(encoding="utf-8")))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
-            keys = []
-        if "rules" in keys:
-            fix = "the tables are [[rule]], not [[rules]]: rename them."
-        elif keys:
-            fix += f" The file has only: {', '.join(keys)}."
-    return hint(f"rules file {str(path)!r} holds no rule.", fix)
 
 
 def _as_of(as_of: str | None) -> datetime:

@@ -346,12 +346,14 @@ def read_rules_file(path: str | Path) -> list[Rule]:
             )
         )
     raw = p.read_bytes()
+    table: dict[str, Any] = {}
     try:
         if p.suffix.lower() == ".json":
             data = orjson.loads(raw)
             items = data.get("rules", data) if isinstance(data, dict) else data
         else:
-            items = tomllib.loads(raw.decode("utf-8")).get("rule", [])
+            table = tomllib.loads(raw.decode("utf-8"))
+            items = table.get("rule", [])
     except (orjson.JSONDecodeError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise RuleError(
             hint(
@@ -361,6 +363,13 @@ def read_rules_file(path: str | Path) -> list[Rule]:
         ) from exc
     if not isinstance(items, list):
         items = [items]
+    if not items:
+        fix = "write each rule as a [[rule]] table (TOML) or an object in a JSON list."
+        if "rules" in table and p.suffix.lower() != ".json":
+            fix = "the tables are [[rule]], not [[rules]]: rename them."
+        elif table:
+            fix += f" The file has only: {', '.join(sorted(table))}."
+        raise RuleError(hint(f"rules file {str(p)!r} holds no rule.", fix))
     return [rule_from_object(o, where=f"{p}: rule #{i + 1}") for i, o in enumerate(items)]
 
 
