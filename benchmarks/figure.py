@@ -122,8 +122,8 @@ def sql_copy(data: Path, work: Path, rules: Path | None) -> int:
 
     con = connect(work / "ds", rules=_alt(rules), as_of=AS_OF)
     out = work / "acceptance-copy.parquet"
-    quoted = str(out).replace("'", "''")
-    con.execute(f"COPY (SELECT * FROM acceptance) TO '{quoted}' (FORMAT parquet)")
+    # the relation's write_parquet is DuckDB's COPY … TO, with the path as a value
+    con.sql("SELECT * FROM acceptance").write_parquet(str(out))
     rows = int(
         con.sql("SELECT count(*) FROM read_parquet($p)", params={"p": str(out)}).fetchall()[0][0]
     )
