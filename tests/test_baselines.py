@@ -43,7 +43,10 @@ def test_baselines_smoke(tmp_path: Path) -> None:
     assert fresh["peak_rss_mb"] > 0 and fresh["process_s"] >= fresh["seconds"]
 
     check = b.check(a, ["polars_handwritten", "duckdb_handwritten"])
-    for name, c in check.items():
+    assert check["late_event_rows"] == 0
+    assert sum(check["runs_with_awkward_case"].values()) > 0
+    for name in ("polars_handwritten", "duckdb_handwritten"):
+        c = check[name]
         assert c["mismatches"] == 0, (name, c)
         assert c["rows_baseline"] == c["rows_package"] == 1200
 
