@@ -133,6 +133,9 @@ def run(
         ("sql_accept_recorded", "sql_accept", none, repeat, False),
         ("sql_accept_20", "sql_accept", (20, r20), repeat, False),
         ("sql_rates_20", "sql_rates", (20, r20), repeat, False),
+        ("accept_all_20", "accept_all", (20, r20), repeat, False),
+        ("sql_copy_20", "sql_copy", (20, r20), repeat, False),
+        ("sql_rates_label_20", "sql_rates_label", (20, r20), repeat, False),
         ("reference_20", "reference", (20, r20), 1, False),
     ]
     figs, failed = [], {}
@@ -172,6 +175,8 @@ def _ratios(by: dict[str, Figure], docs: int) -> dict[str, float]:
         "sql_vs_engine_recorded": ("sql_accept_recorded", "accept_recorded"),
         "sql_vs_engine_20": ("sql_accept_20", "accept_20"),
         "sql_vs_engine_rates_20": ("sql_rates_20", "rates_team_20"),
+        "sql_copy_vs_engine_accept_all_20": ("sql_copy_20", "accept_all_20"),
+        "sql_vs_engine_rates_label_20": ("sql_rates_label_20", "rates_team_20"),
     }
     out = {k: by[a].seconds / by[b].seconds for k, (a, b) in pairs.items() if a in by and b in by}
     if "reference_20" in by and "accept_20" in by:
