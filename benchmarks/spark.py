@@ -76,14 +76,21 @@ def _tree_rss(pid: int) -> int:
     return total
 
 
-def _measure(engine: str, data: Path, rules: Path, work: Path) -> dict[str, Any]:
+def _measure(
+    engine: str, data: Path, rules: Path, work: Path, threads: int | None = None
+) -> dict[str, Any]:
     """Run one engine's child; its steps with wall time and peak tree RSS."""
     work.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "benchmarks.spark", "--child", engine]
     cmd += ["--data", str(data), "--rules", str(rules), "--work", str(work)]
     samples: list[tuple[float, int]] = []
     start = time.time()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    env = dict(os.environ)
+    if threads is not None:  # polars threads in every process (Spark workers inherit it)
+        env["POLARS_MAX_THREADS"] = str(threads)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
+    )
     done = threading.Event()
 
     def sample() -> None:
@@ -107,7 +114,15 @@ def _measure(engine: str, data: Path, rules: Path, work: Path) -> dict[str, Any]
         peak = max((r for t, r in samples if s["start"] - 0.1 <= t <= s["end"] + 0.1), default=0)
         steps[s["step"]] = {"seconds": round(s["end"] - s["start"], 2), "peak_mb": peak >> 20}
     peak_all = max((r for _, r in samples), default=0) >> 20
-    return {"engine": engine, "steps": steps, "process_s": round(total, 2), "peak_mb": peak_all}
+    load = round(os.getloadavg()[1], 1)  # 5-minute load average when the child ended
+    return {
+        "engine": engine,
+        "steps": steps,
+        "process_s": round(total, 2),
+        "peak_mb": peak_all,
+        "load5": load,
+        "polars_threads": threads,
+    }
 
 
 def _work_name(engine: str) -> str:
@@ -138,8 +153,8 @@ def _markdown(docs: int, size: int, results: list[dict[str, Any]]) -> str:
     lines = [
         f"# Spark engine beside polars: {docs:,} documents ({size / 1e6:,.0f} MB NDJSON)",
         "",
-        "| engine | " + " | ".join(names) + " | process | peak tree RSS |",
-        "|---|" + "---|" * (len(names) + 2),
+        "| engine | " + " | ".join(names) + " | process | peak tree RSS | load (5 min) |",
+        "|---|" + "---|" * (len(names) + 3),
     ]
     for r in results:
         cells = []
@@ -147,7 +162,7 @@ def _markdown(docs: int, size: int, results: list[dict[str, Any]]) -> str:
             s = r["steps"].get(n)
             cells.append("–" if s is None else f"{s['seconds']:.1f} s, {s['peak_mb']:,} MB")
         row = f"| {r['engine']} | " + " | ".join(cells)
-        lines.append(row + f" | {r['process_s']:.1f} s | {r['peak_mb']:,} MB |")
+        lines.append(row + f" | {r['process_s']:.1f} s | {r['peak_mb']:,} MB | {r['load5']} |")
     return "\n".join(lines) + "\n"
 
 
@@ -157,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--out", type=Path, default=Path("/tmp/ocp-spark-bench"))
     p.add_argument("--engines", default="polars,local[1],local[2]")
+    p.add_argument("--repeat", type=int, default=1, help="rounds over the engines (interleaved)")
+    p.add_argument("--polars-threads", type=int, help="POLARS_MAX_THREADS for every process")
     p.add_argument("--child", help=argparse.SUPPRESS)
     p.add_argument("--data", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--rules", type=Path, help=argparse.SUPPRESS)
@@ -174,16 +191,17 @@ def main(argv: list[str] | None = None) -> int:
     size = sum(f.stat().st_size for f in data.iterdir())
     rules = write_rules(a.out / "rules-20.toml", 20, seed=a.seed)
     results = []
-    for engine in a.engines.split(","):
-        work = a.out / _work_name(engine)
-        if work.exists():
-            import shutil
+    for _ in range(a.repeat):
+        for engine in a.engines.split(","):
+            work = a.out / _work_name(engine)
+            if work.exists():
+                import shutil
 
-            shutil.rmtree(work)
-        results.append(_measure(engine, data, rules, work))
-        print(json.dumps(results[-1]), flush=True)
-    if results[0]["engine"] == "polars":
-        _check(results, a.out)
+                shutil.rmtree(work)
+            results.append(_measure(engine, data, rules, work, a.polars_threads))
+            print(json.dumps(results[-1]), flush=True)
+        if "polars" in a.engines.split(","):
+            _check(results[-len(a.engines.split(",")) :], a.out)
     body = {"docs": a.docs, "seed": a.seed, "ndjson_bytes": size, "as_of": AS_OF}
     (a.out / f"results-spark-{a.docs}.json").write_text(json.dumps({**body, "results": results}))
     text = _markdown(a.docs, size, results)
