@@ -40,7 +40,7 @@ import polars as pl
 
 from ocp_analytics.schemas import DOCUMENT_DTYPE
 
-SUBCHUNK = 2000
+SUBCHUNK = 500
 
 # Shapes polars would accept silently but wrongly: a boolean or a quoted
 # number as a signal value (its JSON type matters), a boolean in a numeric
