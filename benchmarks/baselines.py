@@ -300,10 +300,25 @@ def polars_handwritten(a: argparse.Namespace) -> dict[str, int]:
         .agg(pl.col("pos").min())
     )
     last = ["observed_at", "sig_idx"]  # unknown time sorts first, ties by position
+    # One pass over the signals: the latest verdict and the latest numeric score of
+    # each (doc_id, name) the rules need, with the position of the attempt it names.
+    latest = (
+        sig.filter(
+            ((pl.col("kind") == "verdict") & pl.col("name").is_in(vnames))
+            | (
+                (pl.col("kind") == "score")
+                & pl.col("value_num").is_not_null()
+                & pl.col("name").is_in(snames)
+            )
+        )
+        .group_by("doc_id", "kind", "name")
+        .agg(pl.col("value_text", "value_num", "at_attempt").sort_by(last).last())
+        .join(pos, left_on=["doc_id", "at_attempt"], right_on=["doc_id", "attempt_id"], how="left")
+        .collect()
+    )
     verdicts = (
-        sig.filter((pl.col("kind") == "verdict") & pl.col("name").is_in(vnames))
-        .group_by("doc_id", "name")
-        .agg(pl.col("value_text", "at_attempt").sort_by(last).last())
+        latest.lazy()
+        .filter(pl.col("kind") == "verdict")
         .with_columns(
             pl.col("value_text")
             .str.to_lowercase()
@@ -313,18 +328,7 @@ def polars_handwritten(a: argparse.Namespace) -> dict[str, int]:
             .alias("state")
         )
     )
-    scores = (
-        sig.filter(
-            (pl.col("kind") == "score")
-            & pl.col("value_num").is_not_null()
-            & pl.col("name").is_in(snames)
-        )
-        .group_by("doc_id", "name")
-        .agg(pl.col("value_num", "at_attempt").sort_by(last).last())
-    )
-    on = [pl.col("doc_id"), pl.col("at_attempt")]
-    verdicts = verdicts.join(pos, left_on=on, right_on=["doc_id", "attempt_id"], how="left")
-    scores = scores.join(pos, left_on=on, right_on=["doc_id", "attempt_id"], how="left")
+    scores = latest.lazy().filter(pl.col("kind") == "score")
     obs, end = pl.col("observed_at"), pl.col("ended_at")
     events = (
         sig.filter((pl.col("kind") == "event") & pl.col("name").is_in(enames))
@@ -336,6 +340,8 @@ def polars_handwritten(a: argparse.Namespace) -> dict[str, int]:
             (obs.is_null() | end.is_null()).any().alias("always"),
             (obs - end).min().alias("delta"),
         )
+        .collect()
+        .lazy()
     )
 
     wide = runs.select("doc_id", "run_id")
