@@ -258,3 +258,43 @@ def test_issue16_paths_and_java() -> None:
     assert osp.parse_conf(["spark.executor.memory=8g"]) == {"spark.executor.memory": "8g"}
     with pytest.raises(oa.OcpAnalyticsError, match="KEY=VALUE"):
         osp.parse_conf(["no-equals"])
+
+
+@pytest.mark.slow
+def test_issue16_killed_driver_leaves_the_dataset_unchanged_and_a_rerun_converges(
+    sources: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """SIGKILL of the whole CLI process group (driver, JVM, workers) once parts are staged."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    one, two = sources
+    ds = tmp_path / "ds"
+    oa.ingest(one, ds)
+    before = _state(ds)
+    cmd = [sys.executable, "-m", "ocp_analytics.cli", "ingest", str(two), "-o", str(ds)]
+    cmd += ["-q", "--engine", "spark", "--spark-master", "local[2]"]
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    deadline = time.time() + 300
+    staging = ds / osp.STAGING
+    while time.time() < deadline and proc.poll() is None:
+        if staging.exists() and any(staging.rglob("*.parquet")):
+            break
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    after = _state(ds)
+    assert after[0] == before[0]
+    assert all(after[1][t].equals(before[1][t]) for t in S.TABLES)
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert not staging.exists()
+    p = tmp_path / "polars"
+    for src in sources:
+        oa.ingest(src, p)
+    for table in S.TABLES:
+        assert _table(ds, table, scans=True).equals(_table(p, table, scans=True)), table
