@@ -5,8 +5,8 @@
 --   row per run, carrying the run's recorded rule) is joined to a table of
 --   K + 1 rules: a 'recorded' row meaning "the run's own rule", then every
 --   alternative rule. DuckDB builds that small side and streams the runs
---   through it, so no runs × rules table is ever held, and the features are
---   read once.
+--   through it (see rules_to_join), so no runs × rules table is ever held,
+--   and the features are read once.
 --   The defaults of SEMANTICS §3 are applied once per rule (per run for
 --   recorded rules): excludes_events NULL reads ['revert', 'incident'],
 --   window_days NULL reads 14, requires keeps each name once, at its first
@@ -86,6 +86,17 @@ rule_table AS (
         coalesce(excludes_events, ['revert', 'incident']) AS excludes_events,
         coalesce(window_days, 14) AS window_days
     FROM alternative_rules
+),
+rules_to_join AS (
+    -- The rule table joined to one row of the runs files: the same rows
+    -- (none when there is no run at all), but DuckDB then estimates their
+    -- number from those files, as it estimates the runs. It builds its join
+    -- on the side estimated smaller; without this, a dataset whose first
+    -- listed file is an empty schema file (estimated 0 rows) made it hold
+    -- every run's features and stream the K + 1 rules through them on one
+    -- thread, instead of streaming the runs on every thread.
+    SELECT t.*
+    FROM rule_table AS t, (SELECT 1 FROM ocp_all_versions('runs') LIMIT 1)
 )
 SELECT
     e.doc_id,
@@ -103,4 +114,4 @@ SELECT
     e.scores,
     e.events
 FROM effective AS e
-CROSS JOIN rule_table AS t;
+CROSS JOIN rules_to_join AS t;
