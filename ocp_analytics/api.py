@@ -22,6 +22,7 @@ from ocp_analytics.rates import (
     LABEL_PREFIX,
     FlipPartials,
     RatePartials,
+    compare_matrix,
     group_exprs,
 )
 from ocp_analytics.rules import RECORDED, Rule, resolve_rules
@@ -458,21 +459,4 @@ def compare(
         flips=flips,
     )
     long = sink.rates(_empty(keys)).rename(dict(zip(keys, gnames, strict=True))).collect()
-    keys_out = gnames or ["_all"]
-    if not gnames:
-        long = long.with_columns(pl.lit("all").alias("_all"))
-    matrix = long.pivot(
-        on="rule",
-        on_columns=names,
-        index=keys_out,
-        values=["accept_rate", "ci_low", "ci_high"],
-        aggregate_function="first",
-    )
-    ren = {}
-    for n in names:
-        ren[f"accept_rate_{n}"] = n
-        ren[f"ci_low_{n}"] = f"{n}__low"
-        ren[f"ci_high_{n}"] = f"{n}__high"
-    matrix = matrix.rename({k: v for k, v in ren.items() if k in matrix.columns})
-    ordered = [c for n in names for c in (n, f"{n}__low", f"{n}__high") if c in matrix.columns]
-    return matrix.select(*keys_out, *ordered).lazy(), flips.flips()
+    return compare_matrix(long, names, gnames).lazy(), flips.flips()

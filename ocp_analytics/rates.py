@@ -202,6 +202,33 @@ def distribution(hist: pl.LazyFrame, keys: Sequence[str]) -> pl.LazyFrame:
     )
 
 
+def compare_matrix(long: pl.DataFrame, names: list[str], groups: list[str]) -> pl.DataFrame:
+    """Rates (one row per group and rule) as the comparison matrix.
+
+    One row per group (a single row ``_all = "all"`` without groups) and, per
+    rule in ``names`` order, its accept rate ``<rule>`` and bounds
+    ``<rule>__low``, ``<rule>__high``.
+    """
+    keys = groups or ["_all"]
+    if not groups:
+        long = long.with_columns(pl.lit("all").alias("_all"))
+    matrix = long.pivot(
+        on="rule",
+        on_columns=names,
+        index=keys,
+        values=["accept_rate", "ci_low", "ci_high"],
+        aggregate_function="first",
+    )
+    ren = {}
+    for n in names:
+        ren[f"accept_rate_{n}"] = n
+        ren[f"ci_low_{n}"] = f"{n}__low"
+        ren[f"ci_high_{n}"] = f"{n}__high"
+    matrix = matrix.rename({k: v for k, v in ren.items() if k in matrix.columns})
+    ordered = [c for n in names for c in (n, f"{n}__low", f"{n}__high") if c in matrix.columns]
+    return matrix.select(*keys, *ordered)
+
+
 # --- flips ----------------------------------------------------------------------
 
 FLIP_SCHEMA = pl.Schema(

@@ -621,7 +621,7 @@ def compare(
     ``combine`` and ``combine_flips``.
     """
     from ocp_analytics.api import _check_compare_names
-    from ocp_analytics.rates import combine_flips
+    from ocp_analytics.rates import combine_flips, compare_matrix
     from ocp_analytics.rules import RECORDED, resolve_rules
 
     if sample < 0:
@@ -645,29 +645,7 @@ def compare(
         flip_names=names,
         sample=sample,
     )
-    return _matrix(long, names, gnames), combine_flips(flips, sample).collect()
-
-
-def _matrix(long: pl.DataFrame, names: list[str], gnames: list[str]) -> pl.DataFrame:
-    """One row per group, a rate and its bounds per rule (the pivot ``oa.compare`` makes)."""
-    keys_out = gnames or ["_all"]
-    if not gnames:
-        long = long.with_columns(pl.lit("all").alias("_all"))
-    matrix = long.pivot(
-        on="rule",
-        on_columns=names,
-        index=keys_out,
-        values=["accept_rate", "ci_low", "ci_high"],
-        aggregate_function="first",
-    )
-    ren = {}
-    for n in names:
-        ren[f"accept_rate_{n}"] = n
-        ren[f"ci_low_{n}"] = f"{n}__low"
-        ren[f"ci_high_{n}"] = f"{n}__high"
-    matrix = matrix.rename({k: v for k, v in ren.items() if k in matrix.columns})
-    ordered = [c for n in names for c in (n, f"{n}__low", f"{n}__high") if c in matrix.columns]
-    return matrix.select(*keys_out, *ordered)
+    return compare_matrix(long, names, gnames), combine_flips(flips, sample).collect()
 
 
 # ------------------------------------------------------------------ ingest
