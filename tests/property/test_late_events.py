@@ -9,6 +9,8 @@ the reference evaluator on each document with its matched events appended to
 from __future__ import annotations
 
 import math
+import tempfile
+from pathlib import Path
 
 import orjson
 import polars as pl
@@ -164,3 +166,49 @@ def test_one_commit_shared_by_two_runs_turns_both() -> None:
     assert turned.height == 2
     before = oa.acceptance(tables, as_of="2026-12-02T00:00:00Z").collect()
     assert before["outcome"].to_list() == ["accepted", "accepted"]
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    docs=document_batches(3, 6),
+    arts=st.lists(artifacts(), min_size=6, max_size=6),
+    records=event_records(),
+    rules=alternative_rules(),
+    as_of=as_of_instants(),
+)
+def test_stored_events_engine_sql_and_reference_agree(docs, arts, records, rules, as_of) -> None:
+    """Through the dataset on disk (ingest, then ingest-events): engine = SQL = reference."""
+    from ocp_analytics.sql import connect
+
+    docs = [{**d, "artifacts": a} for d, a in zip(docs, arts, strict=False)]
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "runs.ndjson").write_bytes(b"".join(orjson.dumps(d) + b"\n" for d in docs))
+        (root / "events.ndjson").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+        oa.ingest(root / "runs.ndjson", root / "ds")
+        if records:
+            oa.ingest_events(root / "events.ndjson", root / "ds")
+        alt = [rule_from_object(r, where="generated") for r in rules]
+        order = ["run_id", "rule"]
+        engine = oa.acceptance(root / "ds", alt, as_of=as_of).collect().sort(order)
+        con = connect(root / "ds", rules=alt, as_of=as_of)
+        try:
+            sql = con.sql("SELECT * FROM acceptance").pl().sort(order)
+        finally:
+            con.close()
+    fields = ["run_id", "rule", *reference.RESULT_FIELDS]
+    assert engine.select(fields).rows() == sql.select(fields).rows()
+    got = {(r["run_id"], r["rule"]): r for r in engine.iter_rows(named=True)}
+    for doc in docs:
+        full = reference.with_late_events(doc, records)
+        for name, rule in [("recorded", reference.RECORDED), *[(r["name"], r) for r in rules]]:
+            want = reference.evaluate(full, rule, as_of)
+            row = got[(doc["run"]["id"], name)]
+            for f in reference.RESULT_FIELDS:
+                a, b = row[f], want[f]
+                assert math.isclose(a, b, abs_tol=1e-12) if f == "q" else a == b, (f, a, b)
