@@ -26,6 +26,8 @@ from ocp_analytics.timeaxis import in_window
 SLICE_RUNS = 500_000
 SLICED_TABLES = ("runs", "signals", "attempts", "rules", "artifacts")
 _LAST_ID = (1 << 63) - 1
+# what matching late events to runs reads (features.matched_events)
+_EVENT_COLUMNS = ["event_id", "commit", "kind", "name", "observed_at", "tier"]
 
 Tables = Mapping[str, pl.LazyFrame]
 
@@ -168,6 +170,11 @@ def slices(dataset: object, size: int = SLICE_RUNS) -> Iterator[Tables]:
     if len(ranges) <= 1:
         yield frames
         return
+    if "events" in frames:  # read once, not once a slice: every slice matches against all
+        held = frames["events"].select(_EVENT_COLUMNS).collect().lazy()
+        frames = {**frames, "events": held}
+        if scans is not None:
+            scans = {**scans, "events": held}
     stale: pl.DataFrame | None = None
     if scans is not None:
         newest = pl.col("doc_id").max().over("run_id")

@@ -69,3 +69,15 @@ def test_bad_slice_size_and_carry_names_are_refused(generated: tuple[Path, Path]
         oa.rates(ds, slice_runs=0)
     with pytest.raises(ValueError, match="leading '_'"):
         decide(open_tables(ds)[0], [], resolve_as_of(AS_OF), carry=[pl.lit(1).alias("valid")])
+
+
+def test_sliced_evaluation_matches_late_events_in_every_slice(tmp_path: Path) -> None:
+    ds = tmp_path / "ds"
+    oa.ingest(EXAMPLES, ds)
+    oa.ingest_events(EXAMPLES.parent / "events" / "example-events.ndjson", ds)
+    whole = oa.acceptance(ds, "tests", as_of=AS_OF).collect().sort("run_id", "rule")
+    out = tmp_path / "acc.parquet"
+    oa.write_acceptance(ds, out, "tests", as_of=AS_OF, slice_runs=4)
+    sliced = pl.read_parquet(out).sort("run_id", "rule")
+    assert_frame_equal(sliced, whole, check_dtypes=False)
+    assert whole.filter(pl.col("reasons").list.contains("late:revert")).height >= 1
