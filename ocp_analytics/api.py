@@ -396,6 +396,19 @@ def attempts_distribution(
     return sink.distribution(_empty(keys)).rename(dict(zip(keys, names, strict=True)))
 
 
+def compare_arguments(
+    rules: object, by: Sequence[str] | str, sample: int, recorded: bool
+) -> tuple[list[Rule], list[str], list[str]]:
+    """Read ``compare``'s arguments (for every executor): rules, rule names, group names."""
+    if sample < 0:
+        raise OcpAnalyticsError(hint(f"sample must be 0 or more, not {sample}.", "use 5."))
+    alt = resolve_rules(rules)  # type: ignore[arg-type]
+    names = ([RECORDED] if recorded else []) + [r.name for r in alt]
+    cols = [by] if isinstance(by, str) else list(by)
+    _check_compare_names(names, cols)
+    return alt, names, cols
+
+
 def _check_compare_names(names: list[str], groups: Sequence[str]) -> None:
     columns = {*groups, *(f"{n}__low" for n in names), *(f"{n}__high" for n in names)}
     clash = sorted(n for n in names if n in columns)
@@ -438,12 +451,7 @@ def compare(
     >>> f.filter(rule_a="tests", rule_b="tests+review").collect()["flips"].item()
     3
     """
-    if sample < 0:
-        raise OcpAnalyticsError(hint(f"sample must be 0 or more, not {sample}.", "use 5."))
-    alt = resolve_rules(rules)  # type: ignore[arg-type]
-    names = ([RECORDED] if recorded else []) + [r.name for r in alt]
-    cols = [by] if isinstance(by, str) else list(by)
-    _check_compare_names(names, cols)
+    alt, names, cols = compare_arguments(rules, by, sample, recorded)
     flips = FlipPartials(names, sample)
     sink, gnames, keys = _rate_partials(
         dataset,

@@ -620,16 +620,10 @@ def compare(
     Rates and flip counts are per-task partials combined by the package's
     ``combine`` and ``combine_flips``.
     """
-    from ocp_analytics.api import _check_compare_names
+    from ocp_analytics.api import compare_arguments
     from ocp_analytics.rates import combine_flips, compare_matrix
-    from ocp_analytics.rules import RECORDED, resolve_rules
 
-    if sample < 0:
-        raise OcpAnalyticsError(hint(f"sample must be 0 or more, not {sample}.", "use 5."))
-    alt = resolve_rules(rules)  # type: ignore[arg-type]
-    names = ([RECORDED] if recorded else []) + [r.name for r in alt]
-    cols = [by] if isinstance(by, str) else list(by)
-    _check_compare_names(names, cols)
+    alt, names, cols = compare_arguments(rules, by, sample, recorded)
     long, gnames, flips = _rates_long(
         spark,
         dataset,
