@@ -6,9 +6,11 @@
 Every figure runs in a fresh process (this module run again with
 ``--figure NAME``). The parent measures the wall time of the figure's work
 (reported by the child; interpreter start and imports excluded, and also
-recorded as ``process_s``) and the peak RSS of the process tree: the largest of
-``os.wait4``'s ``ru_maxrss`` and the sum of RSS of the child and its
-descendants sampled every 50 ms with psutil (when installed). The figures of a
+recorded as ``process_s``), its CPU time (user + system of the child and the
+worker processes it waited for: steadier than wall time on a shared machine)
+and the peak RSS of the process tree: the largest of ``os.wait4``'s
+``ru_maxrss`` and the sum of RSS of the child and its descendants sampled
+every 50 ms with psutil (when installed). The figures of a
 group run in forward order on even repeats and in reverse order on odd ones;
 each figure is the median of its repeats.
 
@@ -617,9 +619,11 @@ def child(a: argparse.Namespace) -> None:
 
     import ocp_analytics  # noqa: F401
 
-    start = time.perf_counter()
+    cpu0, start = os.times(), time.perf_counter()
     result: dict[str, float] = dict(FIGURES[a.figure](a))
     result["seconds"] = time.perf_counter() - start
+    cpu1 = os.times()  # this process and the worker processes it waited for
+    result["cpu_s"] = sum(cpu1[:4]) - sum(cpu0[:4])
     print(orjson.dumps(result).decode(), flush=True)
 
 
@@ -712,6 +716,7 @@ def measure(
             "seconds": statistics.median(x["seconds"] for x in rs),
             "runs": [x["seconds"] for x in rs],
             "process_s": statistics.median(x["process_s"] for x in rs),
+            "cpu_s": statistics.median(x["cpu_s"] for x in rs),
             "peak_rss_mb": max(x["peak_rss_mb"] for x in rs),
             "rows": rs[-1]["rows"],
             **({"docs": rs[-1]["docs"]} if "docs" in rs[-1] else {}),
@@ -872,6 +877,14 @@ def ratios(figs: dict[str, dict[str, Any]]) -> dict[str, float]:
         for base in ("polars_handwritten", "duckdb_handwritten", "floor"):
             if pkg in s and base in s:
                 out[f"{pkg}_time_over_{base}"] = s[pkg] / s[base]
+    cpu = {k: v["cpu_s"] for k, v in figs.items() if v.get("cpu_s")}
+    if "package_ingest" in cpu:
+        for base in ("duckdb_read_ndjson", "polars_decode"):
+            if base in cpu:
+                out[f"package_ingest_cpu_over_{base}"] = cpu["package_ingest"] / cpu[base]
+    for base in ("polars_handwritten", "duckdb_handwritten", "floor"):
+        if "package_accept" in cpu and base in cpu:
+            out[f"package_accept_cpu_over_{base}"] = cpu["package_accept"] / cpu[base]
     if "duckdb_handwritten" in s and "polars_handwritten" in s:
         out["duckdb_handwritten_time_over_polars_handwritten"] = (
             s["duckdb_handwritten"] / s["polars_handwritten"]
@@ -888,8 +901,8 @@ def render(res: dict[str, Any]) -> str:
         "",
         f"Load: before `{res['load_before']}`; after `{res['load_after']}`.",
         "",
-        "| figure | wall s (runs) | throughput | peak RSS MB | rows |",
-        "|---|---|---|---|---|",
+        "| figure | wall s (runs) | CPU s | throughput | peak RSS MB | rows |",
+        "|---|---|---|---|---|---|",
     ]
     for name, f in res["figures"].items():
         sec = f["seconds"]
@@ -902,7 +915,8 @@ def render(res: dict[str, Any]) -> str:
             tput = f"{docs * kk / sec:,.0f} run×rule/s"
         runs = ", ".join(f"{x:.1f}" for x in f["runs"])
         lines.append(
-            f"| {name} | {sec:.2f} ({runs}) | {tput} | {f['peak_rss_mb']:,.0f} | {f['rows']:,} |"
+            f"| {name} | {sec:.2f} ({runs}) | {f.get('cpu_s', 0):.1f} | {tput} "
+            f"| {f['peak_rss_mb']:,.0f} | {f['rows']:,} |"
         )
     lines += ["", "Ratios (same run):", ""]
     lines += [f"- {key}: {v:.2f}" for key, v in res["ratios"].items()]
