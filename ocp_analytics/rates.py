@@ -246,20 +246,35 @@ def flip_counts(acc: pl.DataFrame, names: list[str], sample: int) -> pl.DataFram
     """Per ordered rule pair: runs, flips and the first run ids flipped, for one slice.
 
     ``acc`` has ``_doc`` (the run's ``doc_id``), ``run_id``, ``rule`` and
-    ``outcome``. One row per run document and one column of accepted flags
-    per rule (rules are numbered, so no name can clash with ``run_id``),
-    then a sum and a ``bottom_k`` per pair: no runs × rules² join.
+    ``outcome``; see :func:`flag_counts`.
     """
-    number = {n: f"r{i}" for i, n in enumerate(names)}
-    wide = acc.select(
+    number = {n: i for i, n in enumerate(names)}
+    flags = acc.select(
         "_doc",
-        "run_id",
-        pl.col("rule").replace_strict(number, return_dtype=pl.String),
-        (pl.col("outcome") == "accepted").alias("accepted"),
-    ).pivot(on="rule", index=["_doc", "run_id"], values="accepted")
-    wide = wide.with_columns(
-        pl.lit(None, pl.Boolean).alias(c) for c in number.values() if c not in wide.columns
+        pl.col("rule").replace_strict(number, return_dtype=pl.UInt16).alias("r"),
+        (pl.col("outcome") == "accepted").alias("a"),
     )
+    return flag_counts(flags, acc.select("_doc", "run_id").unique("_doc"), names, sample)
+
+
+def flag_counts(
+    flags: pl.DataFrame, ids: pl.DataFrame, names: list[str], sample: int
+) -> pl.DataFrame:
+    """Flip counts from accepted flags: ``flags`` (``_doc``, rule number ``r``, ``a``).
+
+    ``ids`` maps ``_doc`` to ``run_id``. One row per run document and one
+    column of flags per rule (numbered, so no name can clash), then a sum and
+    a ``bottom_k`` per pair: no runs × rules² join, and no text per (run,
+    rule) held while a slice's rules arrive.
+    """
+    wide = flags.pivot(on="r", on_columns=list(range(len(names))), index="_doc", values="a")
+    wide = wide.rename({str(i): f"r{i}" for i in range(len(names)) if str(i) in wide.columns})
+    wide = wide.with_columns(
+        pl.lit(None, pl.Boolean).alias(f"r{i}")
+        for i in range(len(names))
+        if f"r{i}" not in wide.columns
+    ).join(ids, on="_doc", how="left")
+    number = {n: f"r{i}" for i, n in enumerate(names)}
     pairs = [(a, b) for a in names for b in names if a != b]
     exprs = [pl.len().alias("runs")]
     for k, (a, b) in enumerate(pairs):
@@ -386,16 +401,32 @@ class FlipPartials:
         self.sample = sample
         self.doc = doc
         self.held: list[pl.DataFrame] = []
+        self.ids = pl.DataFrame()
         self.parts: list[pl.DataFrame] = []
 
     def add(self, decisions: pl.DataFrame) -> None:
-        """Take one rule's decisions of a slice (with the document column ``_doc``)."""
-        self.held.append(decisions.select(self.doc, "run_id", "rule", "outcome"))
+        """Take one rule's decisions of a slice (with the document column ``_doc``).
+
+        Only a flag per run is held (the run ids once a slice), so a slice of
+        K rules holds about 11 bytes per (run, rule).
+        """
+        k = len(self.held)
+        if decisions.height and decisions["rule"][0] != self.names[k]:
+            raise AssertionError(f"rule {decisions['rule'][0]!r} arrived for {self.names[k]!r}")
+        if k == 0:
+            self.ids = decisions.select(pl.col(self.doc).alias("_doc"), "run_id")
+        self.held.append(
+            decisions.select(
+                pl.col(self.doc).alias("_doc"),
+                pl.lit(k, pl.UInt16).alias("r"),
+                (pl.col("outcome") == "accepted").alias("a"),
+            )
+        )
         if len(self.held) == len(self.names):
-            acc = pl.concat(self.held)
+            flags = pl.concat(self.held)
             self.held = []
-            if acc.height:
-                self.parts.append(flip_counts(acc, self.names, self.sample))
+            if flags.height:
+                self.parts.append(flag_counts(flags, self.ids, self.names, self.sample))
 
     def flips(self) -> pl.LazyFrame:
         """The summed flips of every slice."""
