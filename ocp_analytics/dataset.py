@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import fcntl
 import os
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -263,3 +265,149 @@ def manifest_frame(records: list[dict[str, Any]]) -> pl.DataFrame:
         for s in r["sources"]
     ]
     return pl.DataFrame(rows, schema=_MANIFEST_SCHEMA)
+
+
+# --- writing a batch, and the index of runs already written ---------------------------
+
+
+class BatchWriter:
+    """The parts of one batch, written under their final names and committed together.
+
+    Nothing is visible to readers until :meth:`commit` renames the batch's
+    record into ``_batches/``; ``sources`` are objects with ``documents`` and
+    a ``record()`` for the manifest.
+    """
+
+    def __init__(self, root: Path, seq: int) -> None:
+        self.root, self.seq = root, seq
+        self.batch_id = f"{seq:08d}-{uuid.uuid4().hex[:8]}"
+        self.files: dict[str, list[str]] = {t: [] for t in S.TABLES}
+        self.sources: list[Any] = []
+        self.next_doc = 0
+        self.parts = 0
+        self.superseding = 0
+        self.pending: dict[str, list[pl.DataFrame]] = {t: [] for t in S.TABLES}
+        self.pending_rows = 0
+
+    def doc_id_base(self, n: int) -> int:
+        """The first ``doc_id`` of ``n`` documents: the batch's ``seq`` in the high 32 bits."""
+        base = (self.seq << 32) + self.next_doc
+        self.next_doc += n
+        return base
+
+    def write(self, frames: dict[str, pl.DataFrame], flush_rows: int) -> None:
+        """Buffer a chunk's frames; write a part once ``flush_rows`` runs are held."""
+        for table, frame in frames.items():
+            if frame.height:
+                self.pending[table].append(frame)
+        self.pending_rows += frames["runs"].height if "runs" in frames else 0
+        if self.pending_rows >= flush_rows:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the held frames as one part per table."""
+        for table, frames in self.pending.items():
+            if not frames:
+                continue
+            rel = f"{table}/{self.batch_id}-{self.parts:05d}.parquet"
+            write_parquet_atomic(
+                pl.concat(frames).to_arrow().cast(S.TABLES[table]), self.root / rel
+            )
+            self.files[table].append(rel)
+        self.pending = {t: [] for t in S.TABLES}
+        self.pending_rows = 0
+        self.parts += 1
+
+    @property
+    def documents(self) -> int:
+        return sum(s.documents for s in self.sources)
+
+    def commit(self) -> None:
+        """Write what is held, then the commit record (the batch becomes visible)."""
+        self.flush()
+        commit(
+            self.root,
+            {
+                "batch_id": self.batch_id,
+                "seq": self.seq,
+                "committed_at": datetime.now(UTC).isoformat(),
+                "files": self.files,
+                "sources": [s.record() for s in self.sources],
+                "superseding": self.superseding,
+            },
+        )
+
+
+class RunIndex:
+    """The content hash of every current run, keyed by a 64-bit hash of its id.
+
+    Held as sorted segments of at most :attr:`SEGMENT_ROWS` keys (newest
+    last) plus the chunks since the last segment. A chunk is classified with
+    one binary search per segment (``O(k log n)``), and sealing a segment
+    sorts only its own keys, so memory stays near 16 bytes a document read
+    with no large transient however big the dataset grows. Two run ids
+    sharing a 64-bit hash could only make a new run count as replaced (its
+    document hash differs), never drop it.
+    """
+
+    SEGMENT_ROWS = 1_000_000
+
+    def __init__(self, frame: pl.DataFrame) -> None:
+        self.segments: list[tuple[pl.Series, pl.Series]] = []  # sorted keys, their hashes
+        self.delta: list[pl.DataFrame] = []
+        self.delta_rows = 0
+        self.add(frame)
+        self.seal()
+
+    def add(self, frame: pl.DataFrame) -> None:
+        """Record (k, h) rows, later rows winning."""
+        self.delta.append(frame.select("k", "h"))
+        self.delta_rows += frame.height
+        if self.delta_rows >= self.SEGMENT_ROWS:
+            self.seal()
+
+    def _recent(self) -> pl.DataFrame:
+        return pl.concat(self.delta).unique("k", keep="last", maintain_order=True)
+
+    def seal(self) -> None:
+        """Turn the chunks since the last segment into a sorted segment."""
+        if self.delta_rows:
+            seg = self._recent().sort("k")
+            self.segments.append((seg.get_column("k"), seg.get_column("h")))
+        self.delta, self.delta_rows = [], 0
+
+    def lookup(self, keys: pl.Series) -> pl.Series:
+        """The latest content hash of each key, null when the run is new."""
+        found = pl.Series("kh", [None] * keys.len(), pl.UInt64)
+        if self.delta_rows:
+            recent = self._recent().rename({"h": "kh"})
+            found = pl.DataFrame({"k": keys}).join(
+                recent, on="k", how="left", maintain_order="left"
+            )["kh"]
+        for seg_keys, seg_hashes in reversed(self.segments):  # newest first
+            at = seg_keys.search_sorted(keys, side="left").clip(0, seg_keys.len() - 1)
+            hit = seg_keys.gather(at) == keys
+            found = pl.select(
+                pl.coalesce(found, pl.when(hit).then(seg_hashes.gather(at)))
+            ).to_series()
+        return found.alias("kh")
+
+
+def resolved_path(record: dict[str, Any]) -> str:
+    """The resolved path of a manifest source (records before it was kept: resolved now)."""
+    if "resolved" in record:
+        return str(record["resolved"])
+    path = str(record["path"])
+    return path if path == "-" else str(Path(path).resolve())
+
+
+def load_run_index(root: Path, records: list[dict[str, Any]]) -> RunIndex:
+    """(run id hash, content hash) of every current run already committed."""
+    if not table_files(root, records, "runs"):
+        return RunIndex(pl.DataFrame(schema={"k": pl.UInt64, "h": pl.UInt64}))
+    runs = scan_dataset(root).runs
+    return RunIndex(
+        runs.select(pl.col("run_id").hash().alias("k"), pl.col("doc_sha256").hash().alias("h"))
+        .sort("k")
+        .collect()
+    )

@@ -31,12 +31,10 @@ from __future__ import annotations
 
 import os
 import time
-import uuid
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
@@ -48,7 +46,7 @@ from ocp_analytics import schemas as S
 from ocp_analytics.decode import decode_texts
 from ocp_analytics.exceptions import StrictIngestError, hint
 from ocp_analytics.sources import ReadProblem, Source, find_sources, read_chunks
-from ocp_analytics.tables import ChunkMeta, ChunkTables, build_tables, quarantine_frame, to_arrow
+from ocp_analytics.tables import ChunkMeta, ChunkTables, build_tables, quarantine_frame
 
 CHUNK_DOCS = 10_000
 COMMIT_DOCS = 1_000_000
@@ -182,138 +180,12 @@ def _counts(c: Counter[str]) -> str:
     return ", ".join(f"{k} {v:,}" for k, v in sorted(c.items()))
 
 
-class _Batch:
-    """Parts written for one batch, committed together."""
+class _Batch(D.BatchWriter):
+    """A batch of ingest: the dataset's batch writer plus the run versions it wrote."""
 
     def __init__(self, root: Path, seq: int) -> None:
-        self.root, self.seq = root, seq
-        self.batch_id = f"{seq:08d}-{uuid.uuid4().hex[:8]}"
-        self.files: dict[str, list[str]] = {t: [] for t in S.TABLES}
-        self.sources: list[SourceSummary] = []
-        self.next_doc = 0
-        self.parts = 0
-        self.superseding = 0
-        self.pending: dict[str, list[pl.DataFrame]] = {t: [] for t in S.TABLES}
-        self.pending_rows = 0
+        super().__init__(root, seq)
         self.versions = _Versions()
-
-    def doc_id_base(self, n: int) -> int:
-        base = (self.seq << 32) + self.next_doc
-        self.next_doc += n
-        return base
-
-    def write(self, frames: dict[str, pl.DataFrame], flush_rows: int) -> None:
-        """Buffer a chunk's frames; write a part once ``flush_rows`` runs are held."""
-        for table, frame in frames.items():
-            if frame.height:
-                self.pending[table].append(frame)
-        self.pending_rows += frames["runs"].height if "runs" in frames else 0
-        if self.pending_rows >= flush_rows:
-            self.flush()
-
-    def flush(self) -> None:
-        for table, frames in self.pending.items():
-            if not frames:
-                continue
-            rel = f"{table}/{self.batch_id}-{self.parts:05d}.parquet"
-            D.write_parquet_atomic(to_arrow(pl.concat(frames), table), self.root / rel)
-            self.files[table].append(rel)
-        self.pending = {t: [] for t in S.TABLES}
-        self.pending_rows = 0
-        self.parts += 1
-
-    @property
-    def documents(self) -> int:
-        return sum(s.documents for s in self.sources)
-
-    def commit(self) -> None:
-        self.flush()
-        D.commit(
-            self.root,
-            {
-                "batch_id": self.batch_id,
-                "seq": self.seq,
-                "committed_at": datetime.now(UTC).isoformat(),
-                "files": self.files,
-                "sources": [s.record() for s in self.sources],
-                "superseding": self.superseding,
-            },
-        )
-
-
-class _Known:
-    """The content hash of every current run, keyed by a 64-bit hash of its id.
-
-    Held as sorted segments of at most :attr:`SEGMENT_ROWS` keys (newest
-    last) plus the chunks since the last segment. A chunk is classified with
-    one binary search per segment (``O(k log n)``), and sealing a segment
-    sorts only its own keys, so memory stays near 16 bytes a document read
-    with no large transient however big the dataset grows. Two run ids
-    sharing a 64-bit hash could only make a new run count as replaced (its
-    document hash differs), never drop it.
-    """
-
-    SEGMENT_ROWS = 1_000_000
-
-    def __init__(self, frame: pl.DataFrame) -> None:
-        self.segments: list[tuple[pl.Series, pl.Series]] = []  # sorted keys, their hashes
-        self.delta: list[pl.DataFrame] = []
-        self.delta_rows = 0
-        self.add(frame)
-        self.seal()
-
-    def add(self, frame: pl.DataFrame) -> None:
-        """Record (k, h) rows, later rows winning."""
-        self.delta.append(frame.select("k", "h"))
-        self.delta_rows += frame.height
-        if self.delta_rows >= self.SEGMENT_ROWS:
-            self.seal()
-
-    def _recent(self) -> pl.DataFrame:
-        return pl.concat(self.delta).unique("k", keep="last", maintain_order=True)
-
-    def seal(self) -> None:
-        """Turn the chunks since the last segment into a sorted segment."""
-        if self.delta_rows:
-            seg = self._recent().sort("k")
-            self.segments.append((seg.get_column("k"), seg.get_column("h")))
-        self.delta, self.delta_rows = [], 0
-
-    def lookup(self, keys: pl.Series) -> pl.Series:
-        """The latest content hash of each key, null when the run is new."""
-        found = pl.Series("kh", [None] * keys.len(), pl.UInt64)
-        if self.delta_rows:
-            recent = self._recent().rename({"h": "kh"})
-            found = pl.DataFrame({"k": keys}).join(
-                recent, on="k", how="left", maintain_order="left"
-            )["kh"]
-        for seg_keys, seg_hashes in reversed(self.segments):  # newest first
-            at = seg_keys.search_sorted(keys, side="left").clip(0, seg_keys.len() - 1)
-            hit = seg_keys.gather(at) == keys
-            found = pl.select(
-                pl.coalesce(found, pl.when(hit).then(seg_hashes.gather(at)))
-            ).to_series()
-        return found.alias("kh")
-
-
-def _resolved(record: dict[str, Any]) -> str:
-    """The resolved path of a manifest source (records before it was kept: resolved now)."""
-    if "resolved" in record:
-        return str(record["resolved"])
-    path = str(record["path"])
-    return path if path == "-" else str(Path(path).resolve())
-
-
-def _load_known(root: Path, records: list[dict[str, Any]]) -> _Known:
-    """(run id hash, content hash) of every current run already committed."""
-    if not D.table_files(root, records, "runs"):
-        return _Known(pl.DataFrame(schema={"k": pl.UInt64, "h": pl.UInt64}))
-    runs = D.scan_dataset(root).runs
-    return _Known(
-        runs.select(pl.col("run_id").hash().alias("k"), pl.col("doc_sha256").hash().alias("h"))
-        .sort("k")
-        .collect()
-    )
 
 
 _NO_TIME = -(2**63)
@@ -507,8 +379,8 @@ class _Ingest:
         records = D.read_commits(root)
         self.summary = IngestSummary(root)
         self.summary.orphans_removed = D.remove_orphans(root, records)
-        self.done = {(_resolved(s), s["sha256"]) for r in records for s in r["sources"]}
-        self.known = _load_known(root, records)
+        self.done = {(D.resolved_path(s), s["sha256"]) for r in records for s in r["sources"]}
+        self.known = D.load_run_index(root, records)
         self.next_seq = max((r["seq"] for r in records), default=0) + 1
         self.batch = _Batch(root, self.next_seq)
         self.steps: deque[tuple[Callable[[], None], bool]] = deque()  # (step, builds a chunk)

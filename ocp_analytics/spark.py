@@ -777,8 +777,9 @@ def ingest(
     every million documents). Returns the package's reconciled summary.
     """
     from ocp_analytics import dataset as D
+    from ocp_analytics.dataset import resolved_path as _resolved
     from ocp_analytics.exceptions import StrictIngestError
-    from ocp_analytics.ingest import IngestSummary, SourceSummary, _counts, _resolved
+    from ocp_analytics.ingest import IngestSummary, SourceSummary, _counts
     from ocp_analytics.sources import find_sources
 
     start = time.perf_counter()
@@ -905,7 +906,8 @@ def _classify_sources(
     replaced runs.
     """
     from ocp_analytics import schemas as S
-    from ocp_analytics.ingest import _classify, _load_known, _Versions
+    from ocp_analytics.dataset import load_run_index as _load_known
+    from ocp_analytics.ingest import _classify, _Versions
 
     known, versions = _load_known(root, records), _Versions()
     files: list[dict[str, Any]] = []

@@ -233,9 +233,9 @@ def test_classification_across_chunks_and_merges(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, merge_rows: int, workers: int
 ) -> None:
     """New / replaced / outranked / unchanged are the same however the known runs are held."""
-    from ocp_analytics.ingest import _Known
+    from ocp_analytics.dataset import RunIndex
 
-    monkeypatch.setattr(_Known, "SEGMENT_ROWS", merge_rows)
+    monkeypatch.setattr(RunIndex, "SEGMENT_ROWS", merge_rows)
     lines = []
     for i in range(12):
         # ids repeat across chunks of 2; ended_at hours 0 7 2 9 4 11 6 1 8 3 10 5
