@@ -295,12 +295,16 @@ class BatchWriter:
         self.next_doc += n
         return base
 
-    def write(self, frames: dict[str, pl.DataFrame], flush_rows: int) -> None:
+    def write(
+        self, frames: dict[str, pl.DataFrame], flush_rows: int, rows: int | None = None
+    ) -> None:
         """Buffer a chunk's frames; write a part once ``flush_rows`` runs are held."""
         for table, frame in frames.items():
             if frame.height:
                 self.pending[table].append(frame)
-        self.pending_rows += frames["runs"].height if "runs" in frames else 0
+        if rows is None:  # by default a part holds flush_rows runs
+            rows = frames["runs"].height if "runs" in frames else 0
+        self.pending_rows += rows
         if self.pending_rows >= flush_rows:
             self.flush()
 
@@ -322,7 +326,7 @@ class BatchWriter:
     def documents(self) -> int:
         return sum(s.documents for s in self.sources)
 
-    def commit(self) -> None:
+    def commit(self, extra: dict[str, Any] | None = None) -> None:
         """Write what is held, then the commit record (the batch becomes visible)."""
         self.flush()
         commit(
@@ -334,6 +338,7 @@ class BatchWriter:
                 "files": self.files,
                 "sources": [s.record() for s in self.sources],
                 "superseding": self.superseding,
+                **(extra or {}),
             },
         )
 

@@ -32,11 +32,9 @@ record read is either stored, ``unchanged``, or one quarantine row.
 from __future__ import annotations
 
 import time
-import uuid
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +47,7 @@ from ocp_analytics.decode import parse_json
 from ocp_analytics.exceptions import StrictIngestError, hint
 from ocp_analytics.features import COMMIT_KINDS
 from ocp_analytics.sources import ReadProblem, Source, find_sources, read_chunks
-from ocp_analytics.tables import ChunkMeta, parse_timestamp, quarantine_frame, to_arrow
+from ocp_analytics.tables import ChunkMeta, parse_timestamp, quarantine_frame
 
 __all__ = ["EventsSummary", "ingest_events", "run_commits", "unmatched_events"]
 
@@ -245,48 +243,20 @@ def _fingerprint() -> pl.Expr:
 # --- one call -------------------------------------------------------------------
 
 
-class _EventBatch:
-    """The parts of one ingest-events call and the event ids it knows."""
+class _EventBatch(D.BatchWriter):
+    """The dataset's batch writer for one ingest-events call, and the event ids it knows."""
 
     def __init__(self, root: Path, seq: int, seen: pl.DataFrame) -> None:
-        self.root, self.seq = root, seq
-        self.batch_id = f"{seq:08d}-{uuid.uuid4().hex[:8]}"
-        self.files: dict[str, list[str]] = {"events": [], "quarantine": []}
-        self.pending: dict[str, list[pl.DataFrame]] = {"events": [], "quarantine": []}
-        self.pending_rows = 0
-        self.parts = 0
+        super().__init__(root, seq)
         self.seen = seen
 
     def add(self, table: str, frame: pl.DataFrame) -> None:
-        if frame.height:
-            self.pending[table].append(frame)
-            self.pending_rows += frame.height
-        if self.pending_rows >= PART_ROWS:
-            self.flush()
+        """Hold a frame of ``events`` or ``quarantine``; a part every ``PART_ROWS`` rows."""
+        self.write({table: frame}, PART_ROWS, rows=frame.height)
 
-    def flush(self) -> None:
-        for table, frames in self.pending.items():
-            if frames:
-                rel = f"{table}/{self.batch_id}-{self.parts:05d}.parquet"
-                D.write_parquet_atomic(to_arrow(pl.concat(frames), table), self.root / rel)
-                self.files[table].append(rel)
-        self.pending = {"events": [], "quarantine": []}
-        self.pending_rows = 0
-        self.parts += 1
-
-    def commit(self, sources: list[EventSourceSummary]) -> None:
-        self.flush()
-        D.commit(
-            self.root,
-            {
-                "batch_id": self.batch_id,
-                "seq": self.seq,
-                "committed_at": datetime.now(UTC).isoformat(),
-                "files": self.files,
-                "sources": [],  # run sources (the manifest); none here
-                "event_sources": [s.record() for s in sources],
-            },
-        )
+    def commit_events(self, sources: list[EventSourceSummary]) -> None:
+        """Commit: no run sources (the manifest), the event sources beside them."""
+        self.commit({"event_sources": [s.record() for s in sources]})
 
 
 def _stored(root: Path, records: list[dict[str, Any]]) -> pl.DataFrame:
@@ -453,7 +423,7 @@ def ingest_events(
             done.add((source.resolved, source.sha256))
         ingested = [s for s in summary.sources if not s.skipped]
         if ingested:
-            batch.commit(ingested)
+            batch.commit_events(ingested)
             summary.batch_id = batch.batch_id
     summary.seconds = time.perf_counter() - start
     if strict and summary.quarantined:
