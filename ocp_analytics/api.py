@@ -467,4 +467,5 @@ def compare(
         flips=flips,
     )
     long = sink.rates(_empty(keys)).rename(dict(zip(keys, gnames, strict=True))).collect()
+    _warn_missing_labels(long, gnames)
     return compare_matrix(long, names, gnames).lazy(), flips.flips()

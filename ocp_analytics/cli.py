@@ -397,17 +397,6 @@ def _warnings_as_lines() -> Iterator[None]:
                 typer.echo(f"warning: {message}", err=True)
 
 
-def _warn_empty_labels(frame: pl.DataFrame, by: list[str] | None) -> None:
-    for col in by or []:
-        empty = frame.height > 0 and col in frame.columns
-        if col.startswith("label.") and empty and frame[col].null_count() == frame.height:
-            typer.echo(
-                f"warning: no run has the label {col[len('label.') :]!r}; "
-                "every run is in the group null.",
-                err=True,
-            )
-
-
 # ------------------------------------------------------------------ output
 
 
@@ -835,7 +824,6 @@ def compare(
             else:
                 matrix, flips = run_compare(dataset, items, **kwargs)
                 m, f = matrix.collect(), flips.collect()
-        _warn_empty_labels(m, by)
         if fmt is Format.table:
             text = "\n".join(
                 [

@@ -368,9 +368,6 @@ class RatePartials:
         self.counts.append(c)
         self.hists.append(h)
 
-    def _concat(self, frames: list[pl.DataFrame], empty: pl.DataFrame) -> pl.LazyFrame:
-        return pl.concat(frames).lazy() if frames else empty.lazy()
-
     def rates(self, empty: pl.DataFrame) -> pl.LazyFrame:
         """The combined rates; ``empty`` gives the schema when no slice had rows."""
         counts, hists = self._pair(empty)

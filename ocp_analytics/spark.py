@@ -620,7 +620,7 @@ def compare(
     Rates and flip counts are per-task partials combined by the package's
     ``combine`` and ``combine_flips``.
     """
-    from ocp_analytics.api import compare_arguments
+    from ocp_analytics.api import _warn_missing_labels, compare_arguments
     from ocp_analytics.rates import combine_flips, compare_matrix
 
     alt, names, cols = compare_arguments(rules, by, sample, recorded)
@@ -639,6 +639,7 @@ def compare(
         flip_names=names,
         sample=sample,
     )
+    _warn_missing_labels(long, gnames)
     return compare_matrix(long, names, gnames), combine_flips(flips, sample).collect()
 
 
