@@ -30,6 +30,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -93,17 +94,38 @@ def event_records(
         yield rec
 
 
-def write_event_feed(out: Path, docs: int, events: int, seed: int = 0) -> tuple[Path, Path]:
-    """Runs with commit artifacts (``runs.ndjson``) and their event feed (``events.ndjson``)."""
-    out.mkdir(parents=True, exist_ok=True)
-    runs, feed = out / "runs.ndjson", out / "events.ndjson"
-    step = max(docs // max(events, 1), 1)
+def _write_runs(job: tuple[Path, int, int, int, int]) -> dict[int, datetime]:
+    """Runs ``start .. start + n`` (with commits) to ``path``; the end time of every ``step``-th."""
+    path, seed, start, n, step = job
     ended: dict[int, datetime] = {}
-    with runs.open("wb") as f:
-        for i, doc in enumerate(generate_documents(docs, seed)):
+    with path.open("wb") as f:
+        for i, doc in enumerate(generate_documents(n, seed, start), start):
             if i % step == 0:
                 ended[i] = _ended(doc)
             f.write(orjson.dumps(_with_commit(doc, seed, i)) + b"\n")
+    return ended
+
+
+def write_event_feed(
+    out: Path, docs: int, events: int, seed: int = 0, workers: int = 2, part_docs: int = 500_000
+) -> tuple[Path, Path]:
+    """Runs with commit artifacts (``runs/part-*.ndjson``) and their event feed (``events.ndjson``).
+
+    The runs are written in parts of ``part_docs`` by ``workers`` processes; every
+    document is a function of ``(seed, index)``, so the parts do not depend on either.
+    """
+    runs, feed = out / "runs", out / "events.ndjson"
+    shutil.rmtree(runs, ignore_errors=True)
+    runs.mkdir(parents=True)
+    step = max(docs // max(events, 1), 1)
+    jobs = [
+        (runs / f"part-{k:05d}.ndjson", seed, start, min(part_docs, docs - start), step)
+        for k, start in enumerate(range(0, docs, part_docs))
+    ]
+    ended: dict[int, datetime] = {}
+    with ProcessPoolExecutor(max_workers=max(1, min(workers, len(jobs)))) as pool:
+        for part in pool.map(_write_runs, jobs):
+            ended.update(part)
     with feed.open("wb") as f:
         for rec in event_records(docs, events, seed, ended):
             f.write(orjson.dumps(rec) + b"\n")
@@ -160,7 +182,7 @@ def _measure(name: str, ds: Path, rules: Path, repeat: int) -> dict[str, Any]:
 
 
 def _prepare(out: Path, docs: int, events: int, seed: int) -> None:
-    """Runs and feed written, runs ingested into ``plain``, copied to ``with-events``."""
+    """Runs and feed written, runs ingested into ``plain`` and copied to ``with-events``."""
     import ocp_analytics as oa
 
     write_event_feed(out, docs, events, seed)
@@ -168,7 +190,7 @@ def _prepare(out: Path, docs: int, events: int, seed: int) -> None:
     plain, with_events = out / "plain", out / "with-events"
     for d in (plain, with_events):
         shutil.rmtree(d, ignore_errors=True)
-    oa.ingest(out / "runs.ndjson", plain)
+    oa.ingest(out / "runs", plain)
     shutil.copytree(plain, with_events)
 
 
