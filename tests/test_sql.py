@@ -283,6 +283,8 @@ def test_tables_keep_current_versions_only(tmp_path: Path) -> None:
     oa.ingest(tmp_path / "v1", ds)
     oa.ingest(tmp_path / "v2", ds)
     con = connect(ds, as_of=AS_OF)
+    # the second batch superseded a run, so the views filter by current_docs
+    assert con.sql("SELECT getvariable('ocp_superseding')").fetchall() == [(1,)]
     assert con.sql("SELECT count(*) FROM ocp_all_versions('runs')").fetchall() == [(2,)]
     assert con.sql("SELECT count(*) FROM runs").fetchall() == [(1,)]
     assert con.sql("SELECT value_text FROM signals").fetchall() == [("pass",)]

@@ -112,6 +112,32 @@ SET VARIABLE ocp_files = (
     WHERE files IS NOT NULL
 );
 
+-- ---- sql/setup/superseding.sql ----
+-- superseding: how many committed runs replaced an earlier version, as the variable ocp_superseding.
+--
+-- Purpose: sum the superseding count of every commit record (dataset.py
+--   writes it: runs of the batch whose run_id was already stored with other
+--   content). While it is 0 no run_id has two versions, so every stored row
+--   is of a current version and the views can skip the current_docs filter
+--   (ocp_current_versions), as the polars engine does. A record without the
+--   count (written by another tool) counts as superseding, so the filter
+--   stays on.
+-- Parameters:
+--   getvariable('ocp_batch_files')  VARCHAR[], set by batch_files.sql.
+-- Output: variable ocp_superseding BIGINT (0 when nothing was superseded).
+SET VARIABLE ocp_superseding = (
+    SELECT coalesce(sum(coalesce(superseding, 1)), 0)
+    FROM read_json(
+        -- the format marker is always present, so the list is never empty
+        list_transform(
+            [getvariable('ocp_dataset') || '/ocp-dataset.json'] || getvariable('ocp_batch_files'),
+            lambda path: ocp_literal_path(path)
+        ),
+        columns = {seq: 'BIGINT', superseding: 'BIGINT'}
+    )
+    WHERE seq IS NOT NULL
+);
+
 -- ---- sql/setup/alternative_rules.sql ----
 -- alternative_rules: the user's alternative acceptance rules (empty by default).
 --
@@ -316,95 +342,120 @@ SELECT run_id, max(doc_id) AS doc_id
 FROM ocp_all_versions('runs')
 GROUP BY run_id;
 
+-- ---- sql/macros/ocp_current_versions.sql ----
+-- ocp_current_versions(table_name): the rows of a table that belong to the current version of their run.
+--
+-- Purpose: the rows whose doc_id is a current doc_id (current_docs). When
+--   no commit record superseded a run (ocp_superseding = 0) every stored
+--   row is current and the filter is skipped: the two branches test a
+--   variable, a constant for the planner, which drops the branch that
+--   cannot return rows, so the runs are not grouped by run_id for every
+--   table a query reads. Rows of no run at all (a damaged dataset) are then
+--   kept, as the polars engine keeps them; sql/checks/orphan_rows.sql finds
+--   them.
+-- Parameters:
+--   table_name                     VARCHAR, as for ocp_all_versions.
+--   getvariable('ocp_superseding') BIGINT, set by setup/superseding.sql.
+-- Output columns: those of the table's schema (ocp_analytics/schemas.py).
+-- Example: SELECT count(*) FROM ocp_current_versions('signals');
+CREATE OR REPLACE MACRO ocp_current_versions(table_name) AS TABLE
+SELECT *
+FROM ocp_all_versions(table_name)
+WHERE getvariable('ocp_superseding') = 0
+UNION ALL
+SELECT *
+FROM ocp_all_versions(table_name)
+WHERE getvariable('ocp_superseding') <> 0 AND doc_id IN (SELECT doc_id FROM current_docs);
+
 -- ---- sql/views/runs.sql ----
 -- runs: the current version of every run, one row per run_id.
 --
 -- Purpose: the runs rows whose doc_id is the current doc_id of their run
---   (current_docs). The audit sql/checks/duplicate_current_runs.sql makes
---   sure no run_id has two such rows.
--- Parameters: none (reads ocp_all_versions('runs')).
+--   (current_docs, through ocp_current_versions). The audit
+--   sql/checks/duplicate_current_runs.sql makes sure no run_id has two
+--   such rows.
+-- Parameters: none (reads ocp_current_versions('runs')).
 -- Output columns: those of ocp_analytics.schemas.RUNS (run_id, doc_id,
 --   ocp_version, …, started_at, ended_at TIMESTAMPTZ, labels MAP(VARCHAR,
 --   VARCHAR), task_type, repo, org, rule_name, …, batch_id).
 CREATE OR REPLACE VIEW runs AS
 SELECT *
-FROM ocp_all_versions('runs')
-WHERE doc_id IN (SELECT doc_id FROM current_docs);
+FROM ocp_current_versions('runs');
 
 -- ---- sql/views/attempts.sql ----
 -- attempts: the attempts rows of the current version of every run.
 --
--- Purpose: keep only rows whose doc_id is a current doc_id (current_docs);
---   rows of older versions and rows of no run at all are left out (the
---   audit queries in sql/checks/ look for the latter).
--- Parameters: none (reads ocp_all_versions('attempts')).
+-- Purpose: keep only rows whose doc_id is a current doc_id (current_docs,
+--   through ocp_current_versions: skipped when no run was ever superseded);
+--   rows of older versions are left out (the audit queries in sql/checks/
+--   look for them, and for rows of no run at all).
+-- Parameters: none (reads ocp_current_versions('attempts')).
 -- Output columns: those of ocp_analytics.schemas.ATTEMPTS: run_id, doc_id,
 --   att_idx (position in the document's attempts), attempt_id, node, n, round,
 --   status, started_at, ended_at TIMESTAMPTZ, …, cost_usd, tokens.
 CREATE OR REPLACE VIEW attempts AS
 SELECT *
-FROM ocp_all_versions('attempts')
-WHERE doc_id IN (SELECT doc_id FROM current_docs);
+FROM ocp_current_versions('attempts');
 
 -- ---- sql/views/signals.sql ----
 -- signals: the signals rows of the current version of every run.
 --
--- Purpose: keep only rows whose doc_id is a current doc_id (current_docs);
---   rows of older versions and rows of no run at all are left out (the
---   audit queries in sql/checks/ look for the latter).
--- Parameters: none (reads ocp_all_versions('signals')).
+-- Purpose: keep only rows whose doc_id is a current doc_id (current_docs,
+--   through ocp_current_versions: skipped when no run was ever superseded);
+--   rows of older versions are left out (the audit queries in sql/checks/
+--   look for them, and for rows of no run at all).
+-- Parameters: none (reads ocp_current_versions('signals')).
 -- Output columns: those of ocp_analytics.schemas.SIGNALS: run_id, doc_id,
 --   sig_idx (position in run.signals), signal_id, kind, name, value_text,
 --   value_num DOUBLE (JSON numbers only), value_json, …, at_attempt,
 --   observed_at TIMESTAMPTZ, tier.
 CREATE OR REPLACE VIEW signals AS
 SELECT *
-FROM ocp_all_versions('signals')
-WHERE doc_id IN (SELECT doc_id FROM current_docs);
+FROM ocp_current_versions('signals');
 
 -- ---- sql/views/rules.sql ----
 -- rules: the rules rows of the current version of every run.
 --
--- Purpose: keep only rows whose doc_id is a current doc_id (current_docs);
---   rows of older versions and rows of no run at all are left out (the
---   audit queries in sql/checks/ look for the latter).
--- Parameters: none (reads ocp_all_versions('rules')).
+-- Purpose: keep only rows whose doc_id is a current doc_id (current_docs,
+--   through ocp_current_versions: skipped when no run was ever superseded);
+--   rows of older versions are left out (the audit queries in sql/checks/
+--   look for them, and for rows of no run at all).
+-- Parameters: none (reads ocp_current_versions('rules')).
 -- Output columns: those of ocp_analytics.schemas.RULES: run_id, doc_id, name,
 --   definition, requires VARCHAR[], score_name, score_target DOUBLE,
 --   score_better, score_scale, excludes_events VARCHAR[], window_days BIGINT,
 --   valid BOOLEAN, invalid_reason (no row: the run has no recorded rule).
 CREATE OR REPLACE VIEW rules AS
 SELECT *
-FROM ocp_all_versions('rules')
-WHERE doc_id IN (SELECT doc_id FROM current_docs);
+FROM ocp_current_versions('rules');
 
 -- ---- sql/views/artifacts.sql ----
 -- artifacts: the artifacts rows of the current version of every run.
 --
--- Purpose: keep only rows whose doc_id is a current doc_id (current_docs);
---   rows of older versions and rows of no run at all are left out (the
---   audit queries in sql/checks/ look for the latter).
--- Parameters: none (reads ocp_all_versions('artifacts')).
+-- Purpose: keep only rows whose doc_id is a current doc_id (current_docs,
+--   through ocp_current_versions: skipped when no run was ever superseded);
+--   rows of older versions are left out (the audit queries in sql/checks/
+--   look for them, and for rows of no run at all).
+-- Parameters: none (reads ocp_current_versions('artifacts')).
 -- Output columns: those of ocp_analytics.schemas.ARTIFACTS: run_id, doc_id,
 --   art_idx, artifact_id, path, kind, producer, first_write_at TIMESTAMPTZ.
 CREATE OR REPLACE VIEW artifacts AS
 SELECT *
-FROM ocp_all_versions('artifacts')
-WHERE doc_id IN (SELECT doc_id FROM current_docs);
+FROM ocp_current_versions('artifacts');
 
 -- ---- sql/views/findings.sql ----
 -- findings: the findings rows of the current version of every run.
 --
--- Purpose: keep only rows whose doc_id is a current doc_id (current_docs);
---   rows of older versions and rows of no run at all are left out (the
---   audit queries in sql/checks/ look for the latter).
--- Parameters: none (reads ocp_all_versions('findings')).
+-- Purpose: keep only rows whose doc_id is a current doc_id (current_docs,
+--   through ocp_current_versions: skipped when no run was ever superseded);
+--   rows of older versions are left out (the audit queries in sql/checks/
+--   look for them, and for rows of no run at all).
+-- Parameters: none (reads ocp_current_versions('findings')).
 -- Output columns: those of ocp_analytics.schemas.FINDINGS: run_id, doc_id,
 --   code, json_path, message, source_path, source_line, source_index.
 CREATE OR REPLACE VIEW findings AS
 SELECT *
-FROM ocp_all_versions('findings')
-WHERE doc_id IN (SELECT doc_id FROM current_docs);
+FROM ocp_current_versions('findings');
 
 -- ---- sql/views/quarantine.sql ----
 -- quarantine: every document that could not be read as a run.

@@ -1,13 +1,13 @@
 -- runs: the current version of every run, one row per run_id.
 --
 -- Purpose: the runs rows whose doc_id is the current doc_id of their run
---   (current_docs). The audit sql/checks/duplicate_current_runs.sql makes
---   sure no run_id has two such rows.
--- Parameters: none (reads ocp_all_versions('runs')).
+--   (current_docs, through ocp_current_versions). The audit
+--   sql/checks/duplicate_current_runs.sql makes sure no run_id has two
+--   such rows.
+-- Parameters: none (reads ocp_current_versions('runs')).
 -- Output columns: those of ocp_analytics.schemas.RUNS (run_id, doc_id,
 --   ocp_version, …, started_at, ended_at TIMESTAMPTZ, labels MAP(VARCHAR,
 --   VARCHAR), task_type, repo, org, rule_name, …, batch_id).
 CREATE OR REPLACE VIEW runs AS
 SELECT *
-FROM ocp_all_versions('runs')
-WHERE doc_id IN (SELECT doc_id FROM current_docs);
+FROM ocp_current_versions('runs');
