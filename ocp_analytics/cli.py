@@ -984,8 +984,10 @@ def sql(
     """Run SQL over the dataset's views (runs, signals, acceptance, rates, …).
 
     The views: runs, attempts, signals, rules, artifacts, findings,
-    quarantine (current run versions), acceptance (the columns of accept, for
-    the recorded rule and every --rule/--rules), rates. The query comes from
+    quarantine (current run versions), events (late events kept apart from
+    their runs, see ingest-events), matched_events and unmatched_events,
+    acceptance (the columns of accept, for the recorded rule and every
+    --rule/--rules), rates. The query comes from
     the argument, from --file, or from standard input (piped text runs as it
     is, a trailing ';' optional); on a terminal without a query a prompt
     opens (end a query with ';', quit with .quit). Several statements run in

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -39,6 +40,7 @@ FORMAT = {"format": "ocp-analytics-dataset", "version": 1}
 MARKER = "ocp-dataset.json"
 BATCHES = "_batches"
 SCHEMA_DIR = "_schema"  # one empty Parquet file per table, for SQL readers
+STAGING = "_staging"  # parts of a Spark ingest before its commit
 
 
 def _atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -159,9 +161,17 @@ def commit(root: Path, record: dict[str, Any]) -> None:
 
 
 def remove_orphans(root: Path, records: list[dict[str, Any]]) -> int:
-    """Delete parts no committed record lists (left by a crash); count them."""
+    """Delete parts no committed record lists (left by a crash); count them.
+
+    A Spark ingest stages its parts under ``_staging/`` before its commit;
+    what a killed job left there is removed (and counted) too.
+    """
     listed = {f for r in records for files in r["files"].values() for f in files}
     removed = 0
+    staging = root / STAGING
+    if staging.is_dir():
+        removed += sum(1 for p in staging.rglob("*") if p.is_file())
+        shutil.rmtree(staging, ignore_errors=True)
     for table in S.TABLES:
         if not (root / table).is_dir():  # a table added since the dataset was made
             continue

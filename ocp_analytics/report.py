@@ -582,7 +582,7 @@ def _quality_chart(figs: dict[str, pl.DataFrame]) -> Any:
 
     charts = []
     for table, title, colour in (
-        ("quarantine", "quarantined documents", "#b2182b"),
+        ("quarantine", "quarantined documents and event records", "#b2182b"),
         ("findings", "findings on ingested runs", "#ef8a62"),
     ):
         data = figs[f"{table}_by_code"]
@@ -638,8 +638,8 @@ FIGURES = {
     "attempts_distribution": "accepted runs by the attempt at which they were accepted, per rule",
     "tier_mix": "decided runs per rule and evidence tier, and their share",
     "provisional": "accepted runs whose late-event window is still open, per period and rule",
-    "quarantine_by_code": "quarantined documents by code (whole dataset)",
-    "quarantine_samples": f"the first {SAMPLES} quarantined documents a code: file, line, reason",
+    "quarantine_by_code": "quarantined documents and event records by code (whole dataset)",
+    "quarantine_samples": f"the first {SAMPLES} quarantined records a code: file, line, reason",
     "findings_by_code": "findings by code (whole dataset)",
     "findings_samples": f"the first {SAMPLES} findings of each code: run, file, line, reason",
 }

@@ -81,7 +81,6 @@ FAULT_ENV = "OCP_SPARK_FAULT"
 
 _PAYLOAD = "part long, payload binary"
 _LAST_ID = (1 << 63) - 1
-STAGING = "_staging"
 
 
 # ------------------------------------------------------------------ session
@@ -790,8 +789,7 @@ def ingest(
     summary = IngestSummary(root)
     with D.locked(root):
         records = D.read_commits(root)
-        summary.orphans_removed = D.remove_orphans(root, records)
-        shutil.rmtree(root / STAGING, ignore_errors=True)
+        summary.orphans_removed = D.remove_orphans(root, records)  # _staging/ too
         done = {(_resolved(s), s["sha256"]) for r in records for s in r["sources"]}
         todo = []
         for source in found:
@@ -822,9 +820,11 @@ def _ingest_batch(
     summary: IngestSummary,
 ) -> None:
     """Build every source in Spark tasks, classify on the driver, commit last."""
+    from ocp_analytics import dataset as D
+
     seq = max((r["seq"] for r in records), default=0) + 1
     batch_id = f"{seq:08d}-{uuid.uuid4().hex[:8]}"
-    staging = root / STAGING / batch_id
+    staging = root / D.STAGING / batch_id
     staging.mkdir(parents=True)
     job = _IngestJob([s for s, _ in todo], str(staging), batch_id, fault=_fault("count"))
     job.groups = _groups([s.size for s, _ in todo], spark.sparkContext.defaultParallelism)
@@ -837,7 +837,7 @@ def _ingest_batch(
         _commit(root, staging, batch_id, seq, files, [e for _, e in todo], superseding)
         summary.batches.append(batch_id)
     finally:
-        shutil.rmtree(root / STAGING, ignore_errors=True)
+        shutil.rmtree(root / D.STAGING, ignore_errors=True)
 
 
 def _run_counts(spark: SparkSession, job: _IngestJob) -> list[int]:

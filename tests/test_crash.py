@@ -99,3 +99,22 @@ def test_issue9_sigkill_while_the_dataset_folder_is_created_then_rerun_completes
     summary = oa.ingest(src, ds)
     assert (summary.runs_new, summary.reconciles) == (7, True)
     assert oa.scan_dataset(ds).runs.collect().height == 7
+
+
+def test_polars_ingest_clears_what_a_killed_spark_ingest_staged(tmp_path: Path) -> None:
+    """Parts a Spark job staged before it was killed are removed (and counted) by any ingest."""
+    from ocp_analytics import dataset as D
+
+    src = tmp_path / "src"
+    write_ndjson(src, 20, seed=3)
+    ds = tmp_path / "ds"
+    oa.ingest(src, ds)
+    staged = ds / D.STAGING / "00000002-deadbeef" / "runs"
+    staged.mkdir(parents=True)
+    (staged / "00000002-deadbeef-s00000-a0-00000.parquet").write_bytes(b"PAR1")
+    more = tmp_path / "more"
+    write_ndjson(more, 5, seed=4)
+    summary = oa.ingest(more, ds)
+    assert summary.orphans_removed == 1
+    assert not (ds / D.STAGING).exists()
+    assert _committed_docs(ds) == 25

@@ -25,6 +25,7 @@ pytest.importorskip("pandas")
 
 import ocp_analytics as oa
 from benchmarks.generate import generate_documents, write_rules
+from ocp_analytics import dataset as D
 from ocp_analytics import schemas as S
 from ocp_analytics import spark as osp
 from ocp_analytics.exceptions import MissingExtraError
@@ -200,7 +201,7 @@ def test_issue16_failed_task_leaves_the_dataset_unchanged_and_a_rerun_converges(
         after = _state(ds)
         assert after[0] == before[0]
         assert all(after[1][t].equals(before[1][t]) for t in S.TABLES)
-        assert not (ds / osp.STAGING).exists()
+        assert not (ds / D.STAGING).exists()
     monkeypatch.delenv(osp.FAULT_ENV)
     summary = osp.ingest(spark, two, ds)
     assert summary.runs_new == 60 and summary.orphans_removed == 0
@@ -280,7 +281,7 @@ def test_issue16_killed_driver_leaves_the_dataset_unchanged_and_a_rerun_converge
         cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )
     deadline = time.time() + 300
-    staging = ds / osp.STAGING
+    staging = ds / D.STAGING
     while time.time() < deadline and proc.poll() is None:
         if staging.exists() and any(staging.rglob("*.parquet")):
             break
