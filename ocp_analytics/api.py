@@ -123,7 +123,7 @@ def acceptance(
     alt, when = resolve_rules(rules), resolve_as_of(as_of)  # type: ignore[arg-type]
     lo, hi = resolve_window(since, until, when)
     sink = _Collect(turned_by_late_event() if late_only else None)
-    run(dataset, alt, when, [sink], recorded=recorded, since=lo, until=hi, slice_runs=1 << 62)
+    run(dataset, alt, when, [sink], recorded=recorded, since=lo, until=hi)
     if not sink.frames:
         return pl.LazyFrame(schema=OUTPUT_SCHEMA)
     return pl.concat(sink.frames).lazy()

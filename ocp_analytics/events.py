@@ -445,11 +445,15 @@ def run_commits(artifacts: pl.LazyFrame) -> pl.LazyFrame:
     The commit is the artifact's ``path``, else its id; the same rule as
     :func:`ocp_analytics.features.matched_events`.
     """
+    return _artifact_commits(artifacts).unique()
+
+
+def _artifact_commits(artifacts: pl.LazyFrame) -> pl.LazyFrame:
+    """:func:`run_commits` before duplicates are dropped (a filter, so it streams)."""
     return (
         artifacts.filter(pl.col("kind").is_in(COMMIT_KINDS))
         .select("doc_id", "run_id", pl.coalesce("path", "artifact_id").alias("commit"))
         .filter(pl.col("commit").is_not_null())
-        .unique()
     )
 
 
@@ -492,7 +496,15 @@ def unmatched_events(dataset: object) -> pl.LazyFrame:
     events = tables.get("events")
     if events is None:
         return pl.LazyFrame(schema=_EVENT_SCHEMA)
-    commits = run_commits(tables["artifacts"]).select("commit").unique()
+    # Only the run commits some event names: the anti-join then holds those
+    # (at most one per event), not every run's commit (3.3 GB at 10M runs).
+    named = events.select("commit").unique()
+    commits = (
+        _artifact_commits(tables["artifacts"])
+        .join(named, on="commit", how="semi")
+        .select("commit")
+        .unique()
+    )
     return events.join(commits, on="commit", how="anti").sort(
         pl.col("observed_at").is_not_null(), "observed_at", "event_id"
     )
