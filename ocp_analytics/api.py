@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 import warnings
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from datetime import datetime
 from pathlib import Path
 
@@ -48,15 +49,24 @@ class _Collect:
 
 
 class _Writer:
-    """Appends decisions to one Parquet file (atomically renamed at the end)."""
+    """Appends decisions to one Parquet file (atomically renamed at the end).
+
+    Each frame is encoded and written on a second thread while the next rule
+    is evaluated (both release the GIL); at most one frame waits, so memory
+    stays one rule's rows of one slice more. :meth:`close` waits for it.
+    """
 
     columns = tuple(OUTPUT_SCHEMA)
 
     def __init__(self, writer: object, schema: object, keep: pl.Expr | None = None) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
         self.writer = writer
         self.schema = schema
         self.keep = keep
         self.rows = 0
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="ocp-write")
+        self._pending: Future[None] | None = None
 
     def add(self, decisions: pl.DataFrame) -> None:
         import pyarrow as pa
@@ -65,8 +75,21 @@ class _Writer:
             decisions = decisions.filter(self.keep)
         table = decisions.to_arrow()
         batches = pa.Table.from_batches(table.to_batches(), schema=self.schema)
-        self.writer.write_table(batches)  # type: ignore[attr-defined]
+        self._wait()
+        self._pending = self._pool.submit(self.writer.write_table, batches)  # type: ignore[attr-defined]
         self.rows += table.num_rows
+
+    def _wait(self) -> None:
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            pending.result()  # a failed write raises here
+
+    def close(self) -> None:
+        """Wait for the last write (raising its error, if any) and stop the thread."""
+        try:
+            self._wait()
+        finally:
+            self._pool.shutdown(wait=True)
 
 
 def acceptance(
@@ -188,17 +211,20 @@ def write_acceptance(
     try:
         with pq.ParquetWriter(tmp, schema) as writer:
             sink = _Writer(writer, schema, turned_by_late_event() if late_only else None)
-            run(
-                dataset,
-                alt,
-                when,
-                [sink],
-                recorded=recorded,
-                since=lo,
-                until=hi,
-                slice_runs=slice_runs,
-                progress=progress,
-            )
+            try:
+                run(
+                    dataset,
+                    alt,
+                    when,
+                    [sink],
+                    recorded=recorded,
+                    since=lo,
+                    until=hi,
+                    slice_runs=slice_runs,
+                    progress=progress,
+                )
+            finally:
+                sink.close()
         tmp.replace(target)
     finally:
         tmp.unlink(missing_ok=True)
