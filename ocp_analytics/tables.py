@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -21,7 +22,8 @@ from ocp_analytics import schemas as S
 from ocp_analytics.decode import Decoded, json_type, member_path, parse_json
 from ocp_analytics.rules import rule_row
 
-TS_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})?$"
+# Seconds 00-59: a leap second (":60") is no instant Python or SEMANTICS §2 reads.
+TS_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:[0-5]\d(\.\d+)?(Z|[+-]\d{2}:\d{2})?$"
 _NUMBER_PATTERN = r"^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$"
 RAW_HEAD = 1024
 
@@ -55,11 +57,24 @@ class ChunkTables:
         return self.frames[name]
 
 
+_FIRST_INSTANT = datetime(1, 1, 1, tzinfo=UTC)
+_LAST_INSTANT = datetime(9999, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC)
+
+
 def parse_timestamp(col: pl.Expr) -> pl.Expr:
     """Parse RFC 3339 text to ``Datetime(us, UTC)`` as SEMANTICS §2 says.
 
     ``Z`` and ``±HH:MM`` offsets; no offset reads as UTC; fractions of any
-    length truncated to microseconds; anything else is null.
+    length truncated to microseconds; anything else is null: impossible
+    calendar values, a leap second, and instants outside years 1-9999 once
+    moved to UTC (as the reference reader, Python's ``datetime``, says).
+
+    Examples
+    --------
+    >>> s = pl.Series(["2026-09-23T23:59:59.1234567+02:00", "2026-09-23T23:59:60Z",
+    ...                "0000-01-01T00:00:00Z", "9999-12-31T23:00:00-01:00"])
+    >>> pl.select(parse_timestamp(pl.lit(s))).to_series().cast(pl.String).to_list()
+    ['2026-09-23 21:59:59.123456+00:00', None, None, None]
     """
     ok = col.str.contains(TS_PATTERN)
     text = col.str.replace(r"(\.\d{6})\d+", "$1")
@@ -69,7 +84,11 @@ def parse_timestamp(col: pl.Expr) -> pl.Expr:
     naive = text.str.to_datetime(
         "%Y-%m-%dT%H:%M:%S%.f", strict=False, time_unit="us"
     ).dt.replace_time_zone("UTC")
-    return pl.when(ok).then(pl.coalesce(aware, naive))
+    value = pl.coalesce(aware, naive)
+    # Years 1-9999, local and in UTC (bounds as instants: no calendar work).
+    local_year_0 = col.str.starts_with("0000")
+    fits = value.is_between(pl.lit(_FIRST_INSTANT), pl.lit(_LAST_INSTANT))
+    return pl.when(ok & fits & ~local_year_0).then(value)
 
 
 def is_naive_timestamp(col: pl.Expr) -> pl.Expr:

@@ -426,3 +426,41 @@ def test_issue9_unreadable_file_is_quarantined_and_the_rest_ingested(
         f"the file cannot be read: PermissionError: [Errno 13] Permission denied: "
         f"'{tmp_path / 'src' / 'a.json'}'"
     )
+
+
+# --- timestamps (SEMANTICS §2), held to the reference reader ---------------------------
+
+_TIMESTAMPS = [
+    "2026-09-23T17:53:00Z",
+    "2026-09-23T17:53:00.1234569+05:30",
+    "2026-09-23T17:53:00",
+    "2028-02-29T00:00:00Z",
+    "2026-09-23T23:59:00+23:59",
+    "2026-02-30T00:00:00Z",
+    "2026-09-23T24:00:00Z",
+    "2026-09-23T23:59:60Z",
+    "2026-09-23T23:59:60.5+01:00",
+    "2026-09-23T10:00:00+24:00",
+    "2026-09-23T10:00:00+05:60",
+    "2026-09-23T10:00:00+0530",
+    "2026-09-23T10:00:00.Z",
+    "0000-01-01T00:00:00Z",
+    "0000-12-31T23:00:00-02:00",
+    "0001-01-01T00:30:00+01:00",
+    "0001-01-01T01:30:00+01:00",
+    "9999-12-31T23:30:00-01:00",
+    "9999-12-31T23:30:00+01:00",
+    "garbage",
+    "",
+    None,
+]
+
+
+@pytest.mark.parametrize("text", _TIMESTAMPS)
+def test_parse_timestamp_reads_what_the_reference_reads(text: str | None) -> None:
+    from ocp_analytics.tables import parse_timestamp
+    from tests.reference import parse_ts
+
+    got = pl.LazyFrame({"t": [text]}, schema={"t": pl.String})
+    value = got.select(parse_timestamp(pl.col("t"))).collect().item()
+    assert value == parse_ts(text)

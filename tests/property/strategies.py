@@ -54,6 +54,10 @@ GARBAGE_TIMESTAMPS = (
     "2026-09-23T24:00:00Z",
     "2026-09-23T17:56:00+24:00",
     "2026-09-23",
+    "2026-09-23T23:59:60Z",  # a leap second: no instant (SEMANTICS §2, Python)
+    "0000-01-01T00:00:00Z",  # year 0
+    "0001-01-01T00:30:00+01:00",  # year 0 once moved to UTC
+    "9999-12-31T23:30:00-01:00",  # year 10000 once moved to UTC
 )
 
 
