@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import os
 import random
 import shutil
 import statistics
@@ -37,6 +36,7 @@ from typing import Any
 
 import orjson
 
+from benchmarks.child import run_child
 from benchmarks.generate import generate_documents, write_rules
 
 HERE = Path(__file__).parent
@@ -160,14 +160,8 @@ def _figure(name: str, ds: Path, rules: Path) -> int:
 
 
 def _child(name: str, ds: Path, rules: Path) -> tuple[float, int, float]:
-    cmd = [sys.executable, "-m", "benchmarks.events", "--child", name, str(ds), str(rules)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, cwd=HERE.parent)
-    assert proc.stdout is not None
-    out = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    if os.waitstatus_to_exitcode(status):
-        raise RuntimeError(f"figure {name} failed")
-    result = orjson.loads(out.splitlines()[-1])
+    args = ["--child", name, str(ds), str(rules)]
+    result, usage, _ = run_child("benchmarks.events", args, f"figure {name}")
     return result["seconds"], result["rows"], usage.ru_maxrss / 1024
 
 

@@ -14,21 +14,16 @@ import os
 import platform
 import shutil
 import statistics
-import subprocess
-import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import orjson
 
+from benchmarks.child import FigureFailed, run_child
 from benchmarks.generate import write_ndjson, write_rules
 
 HERE = Path(__file__).parent
-
-
-class FigureFailed(RuntimeError):
-    """A figure's process failed (for example, killed for lack of memory)."""
 
 
 @dataclass
@@ -48,15 +43,8 @@ class Figure:
 
 
 def _child(name: str, data: Path, work: Path, rules: Path | None) -> tuple[float, int, float]:
-    cmd = [sys.executable, "-m", "benchmarks.figure", name, str(data), str(work), str(rules or "")]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, cwd=HERE.parent)
-    assert proc.stdout is not None
-    out = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode:
-        raise FigureFailed(f"figure {name} failed with exit code {proc.returncode}")
-    result = orjson.loads(out.splitlines()[-1])
+    args = [name, str(data), str(work), str(rules or "")]
+    result, usage, _ = run_child("benchmarks.figure", args, f"figure {name}")
     peak = max(usage.ru_maxrss / 1024, result.get("tree_peak_mb", 0.0))
     return result["seconds"], result["rows"], peak
 

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -28,6 +26,8 @@ from typing import Any
 
 import orjson
 import polars as pl
+
+from benchmarks.child import run_child
 
 HERE = Path(__file__).parent
 AS_OF = "2026-12-01T00:00:00Z"
@@ -54,17 +54,8 @@ def _side(name: str, ds: Path, rules: Path, label: str, out: Path) -> int:
 
 def _child(name: str, ds: Path, rules: Path, label: str, work: Path) -> dict[str, Any]:
     out = work / f"rates-{name}.parquet"
-    cmd = [sys.executable, "-m", "benchmarks.sql_scale", "--child", name]
-    cmd += [str(ds), str(rules), label, str(out)]
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, cwd=HERE.parent)
-    assert proc.stdout is not None
-    text = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status):
-        raise RuntimeError(f"side {name} failed")
-    result = orjson.loads(text.splitlines()[-1])
+    args = ["--child", name, str(ds), str(rules), label, str(out)]
+    result, usage, wall = run_child("benchmarks.sql_scale", args, f"side {name}")
     return {
         "seconds": result["seconds"],
         "process_seconds": wall,

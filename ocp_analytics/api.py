@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 import warnings
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 
@@ -59,8 +59,6 @@ class _Writer:
     columns = tuple(OUTPUT_SCHEMA)
 
     def __init__(self, writer: object, schema: object, keep: pl.Expr | None = None) -> None:
-        from concurrent.futures import ThreadPoolExecutor
-
         self.writer = writer
         self.schema = schema
         self.keep = keep

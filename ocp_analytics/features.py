@@ -127,7 +127,7 @@ def _place(*keys: str) -> pl.Expr:
     """1-based place of each row in its run of equal ``keys`` (rows sorted by them)."""
     idx = pl.int_range(pl.len(), dtype=pl.Int64)
     new = pl.any_horizontal([pl.col(k).ne_missing(pl.col(k).shift(1)) for k in keys])
-    first = new.fill_null(True) | (idx == 0)
+    first = new | (idx == 0)  # ne_missing is never null; row 0 of a null key
     return idx - pl.when(first).then(idx).forward_fill() + 1
 
 
