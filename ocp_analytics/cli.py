@@ -196,10 +196,18 @@ def _spark_session(master: str | None, conf: list[str] | None) -> Any:
     return spark.running(master, spark.parse_conf(conf or []))
 
 
+_SOURCES_HELP = "Files, folders, globs, s3:// objects or prefixes, or - for stdin."
+
+
 @app.command()
 def ingest(
-    sources: Annotated[list[str], typer.Argument(help="Files, folders, globs, or - for stdin.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="The dataset folder.")],
+    sources: Annotated[
+        list[str],
+        typer.Argument(help=_SOURCES_HELP),
+    ],
+    out: Annotated[
+        str, typer.Option("--out", "-o", help="The dataset folder, or an s3:// (s3a://) prefix.")
+    ],
     strict: Annotated[bool, typer.Option(help="Exit 3 when anything was quarantined.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     workers: Annotated[
@@ -253,8 +261,13 @@ def ingest(
 
 @app.command("ingest-events")
 def ingest_events(
-    sources: Annotated[list[str], typer.Argument(help="Files, folders, globs, or - for stdin.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="The dataset folder.")],
+    sources: Annotated[
+        list[str],
+        typer.Argument(help=_SOURCES_HELP),
+    ],
+    out: Annotated[
+        str, typer.Option("--out", "-o", help="The dataset folder, or an s3:// (s3a://) prefix.")
+    ],
     strict: Annotated[bool, typer.Option(help="Exit 3 when anything was quarantined.")] = False,
     unmatched: Annotated[
         bool, typer.Option("--unmatched", help="Then list the events that match no run.")
@@ -482,7 +495,7 @@ def emit(frame: pl.DataFrame, fmt: Format, out: Path | None, as_of: datetime | N
         typer.echo(f"wrote {frame.height:,} rows to {out}", err=True)
 
 
-DatasetArg = Annotated[Path, typer.Argument(help="The dataset folder.")]
+DatasetArg = Annotated[str, typer.Argument(help="The dataset folder, or an s3:// (s3a://) prefix.")]
 RulesOpt = Annotated[
     list[Path] | None,
     typer.Option("--rules", metavar="FILE", help="A rules file (.toml or .json); repeatable."),
@@ -621,7 +634,7 @@ def accept(
 
 
 def _accept_spark(
-    dataset: Path,
+    dataset: str,
     alt: list[Any],
     when: datetime,
     window: dict[str, Any],

@@ -8,9 +8,10 @@ Layout::
       runs/ attempts/ signals/ rules/ artifacts/ findings/ quarantine/ events/
                                 Parquet parts named <batch_id>-<part>.parquet
 
-Each Parquet part is written under a temporary name and renamed into place;
-a batch becomes visible only when its commit record is renamed into
-``_batches/``, and readers read only the parts that committed records list.
+Each Parquet part is written under a temporary name and renamed into place
+(on S3: one PUT at its final key); a batch becomes visible only when its
+commit record appears in ``_batches/``, and readers read only the parts
+that committed records list.
 A crash at any point therefore leaves the dataset as it was before the
 batch; the next ingest removes the orphaned parts and redoes the batch.
 """
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import fcntl
 import os
-import shutil
+import socket
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,10 +32,10 @@ from typing import Any
 import orjson
 import polars as pl
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ocp_analytics import schemas as S
 from ocp_analytics.exceptions import DatasetError, hint
+from ocp_analytics.storage import Store, store
 
 FORMAT = {"format": "ocp-analytics-dataset", "version": 1}
 MARKER = "ocp-dataset.json"
@@ -43,25 +44,14 @@ SCHEMA_DIR = "_schema"  # one empty Parquet file per table, for SQL readers
 STAGING = "_staging"  # parts of a Spark ingest before its commit
 
 
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+def write_parquet_atomic(table: pa.Table, path: str | Path | Store) -> None:
+    """Write a Parquet file atomically: a temporary name renamed into place, or one PUT."""
+    store(path).write_parquet(table)
 
 
-def write_parquet_atomic(table: pa.Table, path: Path) -> None:
-    """Write a Parquet file under a temporary name, then rename it into place."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    pq.write_table(table, tmp, compression="zstd")
-    os.replace(tmp, path)
-
-
-def is_dataset(path: str | Path) -> bool:
+def is_dataset(path: str | Path | Store) -> bool:
     """True when ``path`` is an ocp-analytics dataset folder."""
-    return (Path(path) / MARKER).is_file()
+    return store(path).child(MARKER).is_file()
 
 
 def _skeleton_names() -> set[str]:
@@ -69,28 +59,28 @@ def _skeleton_names() -> set[str]:
     return names
 
 
-def _is_unfinished(root: Path) -> bool:
+def _is_unfinished(root: Store) -> bool:
     """A folder left by a :func:`create` that was killed before writing the marker.
 
     It holds nothing but the dataset's own folders and files, and no commit
     record (a batch is committed only after the marker exists).
     """
     names = _skeleton_names()
-    if any(p.name not in names for p in root.iterdir()):
+    if any(name not in names for name in root.names()):
         return False
-    batches = root / BATCHES
-    return not (batches.is_dir() and any(batches.iterdir()))
+    return not root.child(BATCHES).names()
 
 
-def create(path: str | Path) -> Path:
+def create(path: str | Path | Store) -> Store:
     """Create an empty dataset folder (or return an existing one).
 
     The format marker is written last, atomically. A folder left by a
     creation that was killed before the marker (only the dataset's own
-    folders in it, no commit) is completed, not refused.
+    folders in it, no commit) is completed, not refused. ``path`` may be an
+    ``s3://`` (``s3a://``) prefix.
     """
-    root = Path(path)
-    if root.exists() and not root.is_dir():
+    root = store(path)
+    if root.is_file():
         raise DatasetError(
             hint(f"{str(root)!r} exists and is not a folder.", "choose another --out path.")
         )
@@ -102,19 +92,19 @@ def create(path: str | Path) -> Path:
             )
         )
     for name in (BATCHES, SCHEMA_DIR, *S.TABLES):
-        (root / name).mkdir(parents=True, exist_ok=True)
+        root.child(name).mkdir()
     for table, schema in S.TABLES.items():
-        empty = root / SCHEMA_DIR / f"{table}.parquet"
-        if not empty.exists():
+        empty = root.child(SCHEMA_DIR, f"{table}.parquet")
+        if not empty.is_file():
             write_parquet_atomic(schema.empty_table(), empty)
     if not is_dataset(root):
-        _atomic_write_bytes(root / MARKER, orjson.dumps(FORMAT))
+        root.child(MARKER).write_bytes(orjson.dumps(FORMAT))
     return root
 
 
-def open_existing(path: str | Path) -> Path:
-    """Check that ``path`` is a dataset and return it."""
-    root = Path(path)
+def open_existing(path: str | Path | Store) -> Store:
+    """Check that ``path`` is a dataset and return its :class:`~ocp_analytics.storage.Store`."""
+    root = store(path)
     if not is_dataset(root):
         raise DatasetError(
             hint(
@@ -126,9 +116,18 @@ def open_existing(path: str | Path) -> Path:
 
 
 @contextmanager
-def locked(root: Path) -> Iterator[None]:
-    """Hold the dataset's write lock (one ingest at a time)."""
-    with (root / ".lock").open("a") as f:
+def locked(root: Store) -> Iterator[None]:
+    """Hold the dataset's write lock (one ingest at a time).
+
+    Local: an ``flock`` on ``.lock``, released by the kernel if the process
+    dies. S3: a ``.lock`` object created with a conditional PUT and deleted
+    afterwards; one left by a killed process is reported with its owner.
+    """
+    if root.remote:
+        with _remote_lock(root):
+            yield
+        return
+    with (root.path / ".lock").open("a") as f:
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as exc:
@@ -144,41 +143,74 @@ def locked(root: Path) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def read_commits(root: Path) -> list[dict[str, Any]]:
+@contextmanager
+def _remote_lock(root: Store) -> Iterator[None]:
+    lock = root.child(".lock")
+    owner = {"host": socket.gethostname(), "pid": os.getpid(), "at": datetime.now(UTC).isoformat()}
+    if not lock.create_exclusive(orjson.dumps(owner)):
+        try:
+            held = lock.read_bytes().decode("utf-8", "replace")
+        except OSError:
+            held = "unknown owner"
+        raise DatasetError(
+            hint(
+                f"another process is writing to {str(root)!r} (lock: {held}).",
+                f"wait for it to finish; if no ingest is running (a killed job), delete "
+                f"{lock.uri} and run again.",
+            )
+        )
+    try:
+        yield
+    finally:
+        lock.delete()
+
+
+def read_commits(path: str | Path | Store) -> list[dict[str, Any]]:
     """Every committed batch record, oldest first."""
-    records = []
-    for p in sorted((root / BATCHES).glob("*.json")):
-        records.append(orjson.loads(p.read_bytes()))
-    return records
+    root = store(path)
+    folder = root.child(BATCHES)
+    names = sorted(n for n in folder.names() if n.endswith(".json") and not n.startswith("."))
+    return [orjson.loads(folder.child(n).read_bytes()) for n in names]
 
 
-def commit(root: Path, record: dict[str, Any]) -> None:
-    """Make a batch visible: write its record atomically, last."""
-    _atomic_write_bytes(
-        root / BATCHES / f"{record['seq']:08d}.json",
-        orjson.dumps(record, option=orjson.OPT_INDENT_2),
-    )
+def commit(path: str | Path | Store, record: dict[str, Any]) -> None:
+    """Make a batch visible: write its record atomically, last.
+
+    On S3 the record is created only if absent (a conditional PUT), so two
+    writers can never both take the same ``seq``.
+    """
+    root = store(path)
+    target = root.child(BATCHES, f"{record['seq']:08d}.json")
+    data = orjson.dumps(record, option=orjson.OPT_INDENT_2)
+    if not root.remote:
+        target.write_bytes(data)
+    elif not target.create_exclusive(data):
+        raise DatasetError(
+            hint(
+                f"batch {record['seq']} of {str(root)!r} was committed by another writer.",
+                "run the ingest again: sources already committed are skipped.",
+            )
+        )
 
 
-def remove_orphans(root: Path, records: list[dict[str, Any]]) -> int:
+def remove_orphans(path: str | Path | Store, records: list[dict[str, Any]]) -> int:
     """Delete parts no committed record lists (left by a crash); count them.
 
     A Spark ingest stages its parts under ``_staging/`` before its commit;
     what a killed job left there is removed (and counted) too.
     """
+    root = store(path)
     listed = {f for r in records for files in r["files"].values() for f in files}
+    staging = root.child(STAGING)
     removed = 0
-    staging = root / STAGING
     if staging.is_dir():
-        removed += sum(1 for p in staging.rglob("*") if p.is_file())
-        shutil.rmtree(staging, ignore_errors=True)
+        removed += sum(1 for _ in staging.files())
+        staging.delete_tree()
     for table in S.TABLES:
-        if not (root / table).is_dir():  # a table added since the dataset was made
-            continue
-        for p in (root / table).iterdir():
-            rel = f"{table}/{p.name}"
-            if p.name.endswith(".tmp") or rel not in listed:
-                p.unlink()
+        for name in root.child(table).names():  # none for a table added since
+            rel = f"{table}/{name}"
+            if name.endswith(".tmp") or rel not in listed:
+                root.child(table, name).delete()
                 removed += 1
     return removed
 
@@ -193,7 +225,7 @@ class Dataset:
     DataFrame of ingested run sources. Index it like a mapping: ``ds["runs"]``.
     """
 
-    path: Path
+    path: Store
     frames: dict[str, pl.LazyFrame] = field(default_factory=dict)
     manifest: pl.DataFrame = field(default_factory=pl.DataFrame)
     # Every committed row, superseded run versions included (same as frames
@@ -210,21 +242,24 @@ class Dataset:
         raise AttributeError(name)
 
 
-def _scan(root: Path, files: list[str], table: str) -> pl.LazyFrame:
+def _scan(root: Store, files: list[str], table: str) -> pl.LazyFrame:
     if not files:
         return pl.LazyFrame(schema=S.polars_schema(table))
     # glob=False: a dataset path holding "[", "*" or "?" is a path, not a pattern.
     return pl.scan_parquet(
-        [str(root / f) for f in files], schema=S.polars_schema(table), glob=False
+        [root.child(f).uri for f in files],
+        schema=S.polars_schema(table),
+        glob=False,
+        storage_options=root.storage_options(),
     )
 
 
-def table_files(root: Path, records: list[dict[str, Any]], table: str) -> list[str]:
+def table_files(root: Store, records: list[dict[str, Any]], table: str) -> list[str]:
     """The committed part files of a table, relative to the dataset root."""
     return [f for r in records for f in r["files"].get(table, [])]
 
 
-def scan_dataset(path: str | Path) -> Dataset:
+def scan_dataset(path: str | Path | Store) -> Dataset:
     """Scan a dataset: one LazyFrame per table, holding each run's current version.
 
     A run id ingested again with new content replaces its older version for
@@ -288,7 +323,7 @@ class BatchWriter:
     a ``record()`` for the manifest.
     """
 
-    def __init__(self, root: Path, seq: int) -> None:
+    def __init__(self, root: Store, seq: int) -> None:
         self.root, self.seq = root, seq
         self.batch_id = f"{seq:08d}-{uuid.uuid4().hex[:8]}"
         self.files: dict[str, list[str]] = {t: [] for t in S.TABLES}
@@ -325,7 +360,7 @@ class BatchWriter:
                 continue
             rel = f"{table}/{self.batch_id}-{self.parts:05d}.parquet"
             write_parquet_atomic(
-                pl.concat(frames).to_arrow().cast(S.TABLES[table]), self.root / rel
+                pl.concat(frames).to_arrow().cast(S.TABLES[table]), self.root.child(rel)
             )
             self.files[table].append(rel)
         self.pending = {t: [] for t in S.TABLES}
@@ -416,8 +451,9 @@ def resolved_path(record: dict[str, Any]) -> str:
     return path if path == "-" else str(Path(path).resolve())
 
 
-def load_run_index(root: Path, records: list[dict[str, Any]]) -> RunIndex:
+def load_run_index(path: str | Path | Store, records: list[dict[str, Any]]) -> RunIndex:
     """(run id hash, content hash) of every current run already committed."""
+    root = store(path)
     if not table_files(root, records, "runs"):
         return RunIndex(pl.DataFrame(schema={"k": pl.UInt64, "h": pl.UInt64}))
     runs = scan_dataset(root).runs

@@ -47,6 +47,7 @@ from ocp_analytics.decode import parse_json
 from ocp_analytics.exceptions import StrictIngestError, hint
 from ocp_analytics.features import COMMIT_KINDS
 from ocp_analytics.sources import ReadProblem, Source, find_sources, read_chunks
+from ocp_analytics.storage import Store
 from ocp_analytics.tables import ChunkMeta, parse_timestamp, quarantine_frame
 
 __all__ = ["EventsSummary", "ingest_events", "run_commits", "unmatched_events"]
@@ -111,7 +112,7 @@ class EventsSummary:
     holds (:attr:`reconciles`).
     """
 
-    dataset: Path
+    dataset: Store
     sources: list[EventSourceSummary] = field(default_factory=list)
     quarantine_by_code: Counter[str] = field(default_factory=Counter)
     batch_id: str | None = None
@@ -246,7 +247,7 @@ def _fingerprint() -> pl.Expr:
 class _EventBatch(D.BatchWriter):
     """The dataset's batch writer for one ingest-events call, and the event ids it knows."""
 
-    def __init__(self, root: Path, seq: int, seen: pl.DataFrame) -> None:
+    def __init__(self, root: Store, seq: int, seen: pl.DataFrame) -> None:
         super().__init__(root, seq)
         self.seen = seen
 
@@ -259,7 +260,7 @@ class _EventBatch(D.BatchWriter):
         self.commit({"event_sources": [s.record() for s in sources]})
 
 
-def _stored(root: Path, records: list[dict[str, Any]]) -> pl.DataFrame:
+def _stored(root: Store, records: list[dict[str, Any]]) -> pl.DataFrame:
     """Id, content fingerprint and origin of every stored event."""
     files = D.table_files(root, records, "events")
     if not files:

@@ -46,6 +46,7 @@ from ocp_analytics import schemas as S
 from ocp_analytics.decode import decode_texts
 from ocp_analytics.exceptions import StrictIngestError, hint
 from ocp_analytics.sources import ReadProblem, Source, find_sources, read_chunks
+from ocp_analytics.storage import Store
 from ocp_analytics.tables import ChunkMeta, ChunkTables, build_tables, quarantine_frame
 
 CHUNK_DOCS = 10_000
@@ -119,7 +120,7 @@ class IngestSummary:
     always holds (:attr:`reconciles`).
     """
 
-    dataset: Path
+    dataset: Store
     sources: list[SourceSummary] = field(default_factory=list)
     findings_by_code: Counter[str] = field(default_factory=Counter)
     quarantine_by_code: Counter[str] = field(default_factory=Counter)
@@ -183,7 +184,7 @@ def _counts(c: Counter[str]) -> str:
 class _Batch(D.BatchWriter):
     """A batch of ingest: the dataset's batch writer plus the run versions it wrote."""
 
-    def __init__(self, root: Path, seq: int) -> None:
+    def __init__(self, root: Store, seq: int) -> None:
         super().__init__(root, seq)
         self.versions = _Versions()
 
@@ -372,7 +373,7 @@ class _Ingest:
     """
 
     def __init__(
-        self, root: Path, chunk_docs: int, commit_docs: int, workers: int, progress: Progress
+        self, root: Store, chunk_docs: int, commit_docs: int, workers: int, progress: Progress
     ) -> None:
         self.root, self.chunk_docs, self.commit_docs = root, chunk_docs, commit_docs
         self.n_workers, self.progress = workers, progress

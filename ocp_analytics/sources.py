@@ -2,7 +2,8 @@
 
 A source is a file (``.json``, ``.ndjson``, ``.jsonl``, each optionally
 ``.gz`` or ``.zst``), a folder (searched recursively for those; an empty
-folder is no source at all, not an error), a glob pattern, or ``-`` for
+folder is no source at all, not an error), a glob pattern, an S3 object or
+prefix (``s3://`` / ``s3a://``, read literally), or ``-`` for
 standard input (spooled to a temporary file first, so it can be hashed and
 re-read like any file). Two spellings of one file (``a.ndjson``,
 ``./a.ndjson``, its absolute path) are one source.
@@ -42,12 +43,14 @@ import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 import orjson
 import zstandard
 
 from ocp_analytics.decode import parse_json
 from ocp_analytics.exceptions import SourceError, hint
+from ocp_analytics.storage import Store, is_remote, store
 from ocp_analytics.tables import ChunkMeta
 
 DOC_SUFFIXES = (".json", ".ndjson", ".jsonl")
@@ -70,6 +73,11 @@ class Source:
     sha256: str
     resolved: str = ""  # the absolute, resolved path ("-" for stdin): re-ingest key
     error: str | None = None  # why the file cannot be read (one ``unreadable`` row)
+    remote: Store | None = None  # the object, for a source on S3 (``file`` is its key)
+
+    def open(self) -> IO[bytes]:
+        """The source's raw bytes (a local file or an S3 object)."""
+        return self.remote.open() if self.remote is not None else self.file.open("rb")
 
     @property
     def kind(self) -> str:
@@ -89,9 +97,9 @@ def _is_doc_file(p: Path) -> bool:
     return name.endswith(DOC_SUFFIXES)
 
 
-def _sha256(path: Path) -> str:
+def _sha256(path: Path | Store) -> str:
     h = hashlib.sha256()
-    with path.open("rb") as f:
+    with path.open("rb") if isinstance(path, Path) else path.open() as f:
         for block in iter(lambda: f.read(BLOCK), b""):
             h.update(block)
     return h.hexdigest()
@@ -124,6 +132,31 @@ def _source(display: str, file: Path) -> Source:
         return Source(_text(display), file, 0, "", resolved, f"{type(exc).__name__}: {exc}")
 
 
+def _remote_source(obj: Store) -> Source:
+    """A source on S3: shown and keyed by its URI."""
+    try:
+        return Source(obj.uri, Path(obj.fs_path), obj.size(), _sha256(obj), obj.uri, None, obj)
+    except OSError as exc:
+        error = f"{type(exc).__name__}: {exc}"
+        return Source(obj.uri, Path(obj.fs_path), 0, "", obj.uri, error, obj)
+
+
+def _remote_sources(text: str) -> list[Source]:
+    """The document files of an S3 object or prefix (literal: no patterns)."""
+    where = store(text)
+    if where.is_file():
+        return [_remote_source(where)]
+    if where.is_dir():
+        return [_remote_source(f) for f in where.files() if _is_doc_file(Path(f.fs_path))]
+    raise SourceError(
+        hint(
+            f"source {text!r} matches no object.",
+            "give an object or a prefix holding .json/.ndjson/.jsonl objects (optionally "
+            ".gz or .zst); on S3 a path is literal, never a pattern.",
+        )
+    )
+
+
 def _spool_stdin() -> Path:
     fd, name = tempfile.mkstemp(prefix="ocp-stdin-", suffix=".ndjson")
     with os.fdopen(fd, "wb") as out:
@@ -143,6 +176,10 @@ def find_sources(specs: Sequence[str | Path]) -> list[Source]:
         text = str(spec)
         if text == STDIN:
             found[STDIN] = _source(STDIN, _spool_stdin())
+            continue
+        if is_remote(text):
+            for src in _remote_sources(text):
+                found.setdefault(src.resolved, src)
             continue
         p = Path(text)
         if p.is_dir():
@@ -284,16 +321,16 @@ def _decompressed(f: object, fmt: str, problems: list[ReadProblem]) -> Iterator[
         )
 
 
-def _blocks(file: Path, problems: list[ReadProblem]) -> Iterator[bytes]:
+def _blocks(source: Source, problems: list[ReadProblem]) -> Iterator[bytes]:
     """The bytes of a source, decompressed, block by block.
 
     A stream problem stops the source where it happened and is appended to
     ``problems`` once every block before it was yielded.
     """
     try:
-        with file.open("rb") as f:
+        with source.open() as f:
             head = f.read(4)
-            fmt, named = _compression(file, head)
+            fmt, named = _compression(source.file, head)
             if named is not None and fmt != named:
                 problems.append(
                     ReadProblem(
@@ -452,7 +489,7 @@ def _number_problems(problems: list[ReadProblem], next_line: int) -> None:
 
 def _read_ndjson(source: Source, ch: _Chunker, problems: list[ReadProblem]) -> Iterator[Chunk]:
     last = 0
-    for n, data, terminated in _lines(_blocks(source.file, problems)):
+    for n, data, terminated in _lines(_blocks(source, problems)):
         last = n
         data = data.strip(b" \t")
         if not data:
@@ -479,7 +516,7 @@ def _parses(data: bytes) -> bool:
 
 
 def _read_json(source: Source, ch: _Chunker, problems: list[ReadProblem]) -> Iterator[Chunk]:
-    data = b"".join(_blocks(source.file, problems)).removeprefix(BOM)
+    data = b"".join(_blocks(source, problems)).removeprefix(BOM)
     if not data.strip() and not problems:
         problems.append(
             ReadProblem(
@@ -547,7 +584,7 @@ def _read_stream(
     """
     buf: list[bytes] = []
     depth = start = last = 0
-    for n, raw_line, _ in _lines(blocks if blocks is not None else _blocks(source.file, problems)):
+    for n, raw_line, _ in _lines(blocks if blocks is not None else _blocks(source, problems)):
         last = n
         data = raw_line.strip(b" \t")
         if buf and data and _starts_document(buf[0], raw_line, data):

@@ -29,6 +29,7 @@ for the settings this module expects). pyspark is optional: install it with
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import os
@@ -46,12 +47,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urlparse
 
 import polars as pl
 import pyarrow as pa
 
 from ocp_analytics.exceptions import MissingExtraError, OcpAnalyticsError, hint
+from ocp_analytics.storage import Store, store
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -204,37 +205,6 @@ def parse_conf(items: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def local_path(path: str | Path) -> Path:
-    """A dataset or source path as a local path (``file:`` URIs included).
-
-    The package's reader and writer work on a file system every executor
-    sees (local disk, NFS, a mounted bucket); other schemes are refused with
-    a hint.
-
-    Examples
-    --------
-    >>> str(local_path("file:///tmp/a%20b"))
-    '/tmp/a b'
-    >>> str(local_path("runs.dataset"))
-    'runs.dataset'
-    """
-    text = str(path)
-    parsed = urlparse(text)
-    if parsed.scheme == "file":
-        return Path(unquote(parsed.path))
-    if len(parsed.scheme) > 1:  # one letter: a Windows drive
-        raise OcpAnalyticsError(
-            hint(
-                f"{text!r}: the Spark engine reads and writes datasets through a file "
-                "system every executor mounts; the scheme "
-                f"{parsed.scheme!r} is not read directly.",
-                "mount the bucket (s3fs, gcsfuse, blobfuse2, a Databricks /dbfs or "
-                "/Volumes path) and pass the mounted path; see docs/spark.md.",
-            )
-        )
-    return Path(text)
-
-
 def _fault(stage: str) -> int | None:
     spec = os.environ.get(FAULT_ENV, "")
     name, _, task = spec.partition(":")
@@ -275,7 +245,7 @@ def _collect_payloads(df: DataFrame) -> list[Any]:
 class _EvalJob:
     """What every evaluation task needs; shipped to executors (pickled)."""
 
-    root: str
+    root: Store
     size: int
     tasks: int
     rules: list[Rule]
@@ -333,11 +303,11 @@ def _eval_job(
 
     alt, when = resolve_rules(rules), resolve_as_of(as_of)  # type: ignore[arg-type]
     lo, hi = resolve_window(since, until, when)  # type: ignore[arg-type]
-    root = local_path(dataset)
+    root = store(dataset)
     manifest = scan_dataset(root).manifest
     size = slice_runs or _slice_size(spark, manifest)
     tasks = max(1, len(doc_ranges(manifest, size)))
-    return _EvalJob(str(root), size, tasks, alt, when, recorded, lo, hi, fault=_fault("evaluate"))
+    return _EvalJob(root, size, tasks, alt, when, recorded, lo, hi, fault=_fault("evaluate"))
 
 
 def _slice_size(spark: SparkSession, manifest: pl.DataFrame) -> int:
@@ -452,14 +422,14 @@ def write_acceptance(
     """
     from ocp_analytics.schemas import ACCEPTANCE
 
-    target = local_path(out)
+    target = store(out)
     if target.exists():
         raise OcpAnalyticsError(
             hint(f"{str(target)!r} exists.", "remove it or give a new folder name.")
         )
-    if not target.parent.is_dir():
+    if not target.remote and not target.path.parent.is_dir():
         raise OcpAnalyticsError(
-            hint(f"the folder {str(target.parent)!r} does not exist.", "create it first.")
+            hint(f"the folder {str(target.path.parent)!r} does not exist.", "create it first.")
         )
     job = _eval_job(
         spark,
@@ -471,29 +441,33 @@ def write_acceptance(
         until=until,
         slice_runs=slice_runs,
     )
-    tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
-    tmp.mkdir()
+    # Local: parts go to a hidden folder renamed to ``out`` at the end. S3 has no
+    # rename: each task PUTs its part at its final key (a retried attempt
+    # overwrites it with the same rows).
+    folder = (
+        target
+        if target.remote
+        else Store(str(target.path.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")))
+    )
+    folder.mkdir()
     schema = ACCEPTANCE.with_metadata({b"ocp_analytics.as_of": job.as_of.isoformat().encode()})
-    folder = str(tmp)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import pyarrow.parquet as pq
-
         for i in _ids(batches):
             table = job.evaluate(i).to_arrow().cast(schema)
-            name = Path(folder) / f"part-{i:05d}.parquet"
-            part = name.with_name(f".{name.name}.{uuid.uuid4().hex}.tmp")
-            pq.write_table(table, part, compression="zstd")
-            os.replace(part, name)
+            part = folder.child(f"part-{i:05d}.parquet")
+            part.write_parquet(table, temporary=f".{part.name}.{uuid.uuid4().hex}.tmp")
             yield _payload(i, table.num_rows)
 
     try:
         rows = _collect_payloads(_one_per_task(spark, job.tasks).mapInArrow(run, _PAYLOAD))
-        for stray in tmp.glob(".*.tmp"):  # a failed attempt's leftovers
-            stray.unlink()
-        tmp.rename(target)
+        if not target.remote:
+            for stray in folder.path.glob(".*.tmp"):  # a failed attempt's leftovers
+                stray.unlink()
+            folder.path.rename(target.path)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if not target.remote:
+            shutil.rmtree(folder.path, ignore_errors=True)
     return sum(rows)
 
 
@@ -650,7 +624,7 @@ class _IngestJob:
     """What every ingest task needs; shipped to executors (pickled)."""
 
     sources: list[Source]
-    staging: str
+    staging: Store  # where tasks write parts: DATASET/_staging/BATCH/, or DATASET on S3
     batch_id: str
     groups: list[list[int]] = field(default_factory=list)  # source indexes of each task
     bases: list[int] = field(default_factory=list)
@@ -681,7 +655,7 @@ class _IngestJob:
         from ocp_analytics.tables import build_tables
 
         source = self.sources[index]
-        writer = _PartWriter(Path(self.staging), f"{self.batch_id}-s{index:05d}-a{attempt}")
+        writer = _PartWriter(self.staging, f"{self.batch_id}-s{index:05d}-a{attempt}")
         problems: list[ReadProblem] = []
         base, texts, ranks, held = self.bases[index], 0, [], 0
         for meta, cut in read_chunks(source, CHUNK_DOCS, problems):
@@ -710,7 +684,7 @@ class _IngestJob:
 class _PartWriter:
     """Buffers a task's frames per table and writes parts with the package's writer."""
 
-    def __init__(self, staging: Path, prefix: str) -> None:
+    def __init__(self, staging: Store, prefix: str) -> None:
         self.staging, self.prefix = staging, prefix
         self.pending: dict[str, list[pl.DataFrame]] = {}
         self.files: list[dict[str, Any]] = []  # table, name, rows, lo, hi, codes
@@ -729,10 +703,10 @@ class _PartWriter:
 
         for table, frames in self.pending.items():
             frame = pl.concat(frames)
-            folder = self.staging / table
-            folder.mkdir(parents=True, exist_ok=True)
+            folder = self.staging.child(table)
+            folder.mkdir()
             name = f"{self.prefix}-{self.parts:05d}.parquet"
-            write_parquet_atomic(to_arrow(frame, table), folder / name)
+            write_parquet_atomic(to_arrow(frame, table), folder.child(name))
             self.files.append(_file_entry(table, name, frame))
         self.pending = {}
         self.parts += 1
@@ -784,8 +758,8 @@ def ingest(
 
     start = time.perf_counter()
     specs = [sources] if isinstance(sources, str | Path) else list(sources)
-    found = find_sources([local_path(s) if str(s) != "-" else s for s in specs])
-    root = D.create(local_path(dataset))
+    found = find_sources([store(s).uri for s in specs])
+    root = D.create(dataset)
     summary = IngestSummary(root)
     with D.locked(root):
         records = D.read_commits(root)
@@ -814,30 +788,41 @@ def ingest(
 
 def _ingest_batch(
     spark: SparkSession,
-    root: Path,
+    root: Store,
     records: list[dict[str, Any]],
     todo: list[tuple[Source, Any]],
     summary: IngestSummary,
 ) -> None:
-    """Build every source in Spark tasks, classify on the driver, commit last."""
+    """Build every source in Spark tasks, classify on the driver, commit last.
+
+    Local parts are staged and moved into the table folders before the
+    commit; on S3 (no rename) tasks write them at their final keys, where
+    they stay invisible until the commit record lists them.
+    """
     from ocp_analytics import dataset as D
 
     seq = max((r["seq"] for r in records), default=0) + 1
     batch_id = f"{seq:08d}-{uuid.uuid4().hex[:8]}"
-    staging = root / D.STAGING / batch_id
-    staging.mkdir(parents=True)
-    job = _IngestJob([s for s, _ in todo], str(staging), batch_id, fault=_fault("count"))
+    staging = root if root.remote else root.child(D.STAGING, batch_id)
+    staging.mkdir()
+    job = _IngestJob([s for s, _ in todo], staging, batch_id, fault=_fault("count"))
     job.groups = _groups([s.size for s, _ in todo], spark.sparkContext.defaultParallelism)
     try:
         counts = _run_counts(spark, job)
         job.bases = [(seq << 32) + n for n in itertools.accumulate([0, *counts[:-1]])]
         job.fault = _fault("build")
         built = _run_builds(spark, job)
-        files, superseding = _classify_sources(root, records, todo, built, staging, summary)
+        files, superseding = _classify_sources(
+            root, records, todo, built, staging, batch_id, summary
+        )
         _commit(root, staging, batch_id, seq, files, [e for _, e in todo], superseding)
         summary.batches.append(batch_id)
     finally:
-        shutil.rmtree(root / D.STAGING, ignore_errors=True)
+        if root.remote:  # parts of failed attempts (or of a failed job): never listed
+            with contextlib.suppress(OSError):  # best effort: the next ingest removes them
+                _remove_unlisted(root, batch_id, D.read_commits(root))
+        else:
+            root.child(D.STAGING).delete_tree()
 
 
 def _run_counts(spark: SparkSession, job: _IngestJob) -> list[int]:
@@ -893,11 +878,12 @@ def _groups(sizes: list[int], cores: int) -> list[list[int]]:
 
 
 def _classify_sources(
-    root: Path,
+    root: Store,
     records: list[dict[str, Any]],
     todo: list[tuple[Source, Any]],
     built: list[dict[str, Any]],
-    staging: Path,
+    staging: Store,
+    batch_id: str,
     summary: IngestSummary,
 ) -> tuple[list[dict[str, Any]], int]:
     """The package's run-version rule, source by source in read order, as its ingest applies it.
@@ -938,7 +924,7 @@ def _classify_sources(
     files = _drop_skipped(staging, files, skip_ids)
     if dup_rows:
         frame = pl.DataFrame(dup_rows, schema=S.polars_schema("findings"))
-        writer = _PartWriter(staging, f"{staging.name}-duplicates")
+        writer = _PartWriter(staging, f"{batch_id}-duplicates")
         writer.add({"findings": frame})
         writer.flush()
         files += writer.files
@@ -947,7 +933,7 @@ def _classify_sources(
 
 
 def _drop_skipped(
-    staging: Path, files: list[dict[str, Any]], skip: pl.Series
+    staging: Store, files: list[dict[str, Any]], skip: pl.Series
 ) -> list[dict[str, Any]]:
     """Rewrite the run-table parts that hold unchanged or outranked documents without them."""
     from ocp_analytics import schemas as S
@@ -963,12 +949,13 @@ def _drop_skipped(
         if f["table"] not in S.RUN_TABLES or f["rows"] == 0 or f["hi"] < lo or f["lo"] > hi:
             kept.append(f)
             continue
-        path = staging / f["table"] / f["name"]
-        frame = pl.read_parquet(path).join(ids, on="doc_id", how="anti")
+        path = staging.child(f["table"], f["name"])
+        read = pl.read_parquet(path.uri, storage_options=path.storage_options())
+        frame = read.join(ids, on="doc_id", how="anti")
         if frame.height == f["rows"]:
             kept.append(f)
             continue
-        path.unlink()
+        path.delete()
         if frame.height:
             write_parquet_atomic(to_arrow(frame, f["table"]), path)
             kept.append(_file_entry(f["table"], f["name"], frame))
@@ -1006,22 +993,23 @@ def _per_source(todo: list[tuple[Source, Any]], files: list[dict[str, Any]]) -> 
 
 
 def _commit(
-    root: Path,
-    staging: Path,
+    root: Store,
+    staging: Store,
     batch_id: str,
     seq: int,
     files: list[dict[str, Any]],
     entries: list[Any],
     superseding: int,
 ) -> None:
-    """Move the staged parts into the table folders, then write the commit record (last)."""
+    """Move staged parts into the table folders (local), then write the commit record (last)."""
     from ocp_analytics import dataset as D
     from ocp_analytics import schemas as S
 
     listed: dict[str, list[str]] = {t: [] for t in S.TABLES}
     for f in files:
         rel = f"{f['table']}/{f['name']}"
-        os.replace(staging / rel, root / rel)
+        if staging != root:
+            staging.child(rel).move_to(root.child(rel))
         listed[f["table"]].append(rel)
     record = {
         "batch_id": batch_id,
@@ -1032,3 +1020,14 @@ def _commit(
         "superseding": superseding,
     }
     D.commit(root, record)
+
+
+def _remove_unlisted(root: Store, batch_id: str, records: list[dict[str, Any]]) -> None:
+    """Delete this batch's parts that no commit lists (S3: failed or retried attempts)."""
+    from ocp_analytics import schemas as S
+
+    listed = {f for r in records for files in r["files"].values() for f in files}
+    for table in S.TABLES:
+        for name in root.child(table).names():
+            if name.startswith(batch_id) and f"{table}/{name}" not in listed:
+                root.child(table, name).delete()

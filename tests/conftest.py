@@ -86,3 +86,52 @@ def frames_equal(
 
 
 __all__ = ["AS_OF", "EXAMPLES", "frames_equal", "json"]
+
+
+@pytest.fixture(scope="session")
+def s3_bucket() -> Iterable[str]:
+    """An S3 bucket on a local moto server, with the ``AWS_*`` variables pointing at it.
+
+    Yields ``s3://BUCKET``. Skipped when moto (the test extra) is missing.
+    """
+    import socket
+    import subprocess
+    import time
+
+    pytest.importorskip("moto.server")
+    boto3 = pytest.importorskip("boto3")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    env = {
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+        "AWS_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+    }
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in env.items():
+            mp.setenv(key, value)
+        mp.delenv("AWS_SESSION_TOKEN", raising=False)
+        mp.delenv("AWS_PROFILE", raising=False)
+        client = boto3.client("s3")
+        deadline = time.time() + 30
+        while True:
+            try:
+                client.create_bucket(Bucket="ocp-test")
+                break
+            except Exception:
+                if time.time() > deadline or proc.poll() is not None:
+                    proc.kill()
+                    raise
+                time.sleep(0.2)
+        try:
+            yield "s3://ocp-test"
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)

@@ -29,6 +29,7 @@ from ocp_analytics import dataset as D
 from ocp_analytics import schemas as S
 from ocp_analytics import spark as osp
 from ocp_analytics.exceptions import MissingExtraError
+from ocp_analytics.storage import store
 
 DATA = Path(__file__).parent / "data"
 AS_OF = "2026-11-20T00:00:00Z"  # some windows still open: provisional runs counted
@@ -252,9 +253,10 @@ def test_issue16_without_pyspark_one_line_names_the_extra(tmp_path: Path, monkey
 
 
 def test_issue16_paths_and_java() -> None:
-    assert osp.local_path("file:///data/a%20b.dataset") == Path("/data/a b.dataset")
+    assert store("file:///data/a%20b.dataset").path == Path("/data/a b.dataset")
+    assert store("s3a://bucket/runs.dataset").uri == "s3://bucket/runs.dataset"
     with pytest.raises(oa.OcpAnalyticsError, match="mount"):
-        osp.local_path("s3a://bucket/runs.dataset")
+        store("abfss://c@acct.dfs.core.windows.net/runs.dataset")
     assert osp.java_major('openjdk version "21.0.2" 2024-01-16') == 21
     assert osp.parse_conf(["spark.executor.memory=8g"]) == {"spark.executor.memory": "8g"}
     with pytest.raises(oa.OcpAnalyticsError, match="KEY=VALUE"):
@@ -299,3 +301,56 @@ def test_issue16_killed_driver_leaves_the_dataset_unchanged_and_a_rerun_converge
         oa.ingest(src, p)
     for table in S.TABLES:
         assert _table(ds, table, scans=True).equals(_table(p, table, scans=True)), table
+
+
+def test_issue16_s3_ingest_and_acceptance_match_the_local_polars_engine(
+    spark: Any, sources: tuple[Path, Path], s3_bucket: str, tmp_path: Path, monkeypatch
+) -> None:
+    """Sources on S3 (s3a://), the dataset on S3: tasks read and write through the store."""
+    from tests.test_s3 import table, upload
+
+    one, _ = sources
+    picked = tmp_path / "in"  # fewer, larger files than `one`: each object costs requests
+    shutil.copytree(one, picked, ignore=shutil.ignore_patterns("examples", "*.json"))
+    shutil.copy(one / "bad" / "empty.json", picked / "bad")
+    upload(picked, f"{s3_bucket}/spark-in")
+    assert len(list(picked.rglob("*.*"))) == 14  # truncated, corrupt, misnamed, CR, BOM, …
+    local, uri = tmp_path / "local", f"s3a://{s3_bucket[5:]}/spark.dataset"
+    local_summary = oa.ingest(picked, local)
+    # a task that has written a part fails: nothing becomes visible, no part is left
+    monkeypatch.setenv(osp.FAULT_ENV, "build:0")
+    with pytest.raises(Exception, match="injected fault"):
+        osp.ingest(spark, f"s3a://{s3_bucket[5:]}/spark-in", uri)
+    assert D.read_commits(uri) == [] and oa.scan_dataset(uri).runs.collect().height == 0
+    monkeypatch.delenv(osp.FAULT_ENV)
+    # (a task still running when the job aborted may have put a part since: an orphan)
+    summary = osp.ingest(spark, f"s3a://{s3_bucket[5:]}/spark-in", uri)
+    assert summary.reconciles and summary.quarantined == local_summary.quarantined >= 8
+
+    def unlisted() -> set[str]:
+        records = D.read_commits(uri)
+        listed = {f for r in records for fs in r["files"].values() for f in fs}
+        stored = {f.uri.split(".dataset/")[1] for f in store(uri).files()}
+        assert listed <= stored
+        return {f for f in stored if f.split("/")[0] in S.TABLES} - listed
+
+    # a task of the failed job still running when the driver cleaned up may have put
+    # a part since: never one of the committed batch, and the next ingest removes it
+    committed = D.read_commits(uri)[0]["batch_id"]
+    assert not [f for f in unlisted() if committed in f]
+    oa.ingest([], uri)
+    assert not unlisted()
+    for name in S.TABLES:
+        assert table(local, name).equals(table(uri, name)), name
+    rules = ["tests", "tests+review"]
+    got = osp.to_polars(osp.acceptance(spark, uri, rules, AS_OF, slice_runs=2 * SLICE))
+    want = oa.acceptance(local, rules, as_of=AS_OF).collect()
+    assert got.sort("run_id", "rule").equals(want.sort("run_id", "rule"))
+    out = f"{s3_bucket}/acceptance.parquet"
+    rows = osp.write_acceptance(spark, uri, out, rules, AS_OF, slice_runs=2 * SLICE)
+    parts = [f.uri for f in store(out).files()]
+    assert len(parts) > 1 and rows == want.height
+    written = pl.read_parquet(parts, storage_options=store(out).storage_options())
+    assert written.sort("run_id", "rule").equals(want.sort("run_id", "rule"))
+    polars_rates = oa.rates(local, rules, as_of=AS_OF).collect()
+    assert osp.rates(spark, uri, rules, as_of=AS_OF).equals(polars_rates)

@@ -28,7 +28,7 @@ import duckdb
 import polars as pl
 
 from ocp_analytics.dataset import open_existing
-from ocp_analytics.exceptions import OcpAnalyticsError, hint
+from ocp_analytics.exceptions import DatasetError, OcpAnalyticsError, hint
 from ocp_analytics.rules import Rule, resolve_rules
 from ocp_analytics.schemas import TABLES
 from ocp_analytics.timeaxis import resolve_as_of
@@ -245,7 +245,18 @@ def connect(
     ...         "WHERE run_id = 'run_ex_full_a' AND rule = 'recorded'").fetchall()
     [('accepted', 'reported', 4)]
     """
-    root = open_existing(dataset).resolve()
+    found = open_existing(dataset)
+    if found.remote:
+        raise DatasetError(
+            hint(
+                f"{str(found)!r}: the SQL views read a dataset on a local or mounted file "
+                "system; DuckDB reads S3 only through its httpfs extension, which this "
+                "release does not set up.",
+                "copy the dataset down first (aws s3 sync URI ./runs.dataset), or use "
+                "rates / compare / accept, which read S3 directly.",
+            )
+        )
+    root = found.path.resolve()
     _add_new_tables(root)
     alternatives = resolve_rules(rules) if rules is not None else None  # type: ignore[arg-type]
     con = duckdb.connect(database)

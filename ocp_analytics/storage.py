@@ -1,0 +1,358 @@
+"""Where a dataset or a source lives: a local folder or an S3 prefix.
+
+:class:`Store` is the one place that touches a file system for the dataset
+layer: a local path (plain ``os``/``pathlib``, with ``fsync`` and rename for
+atomic writes) or an object-store prefix (``s3://`` or ``s3a://``, through
+pyarrow's S3 file system). An object store has no atomic rename, so a remote
+write is one PUT at its final key (atomic on S3: readers see the whole
+object or nothing), and "create only if absent" is a conditional PUT
+(``If-None-Match: *``, through boto3) for the commit record and the lock.
+
+Connection settings come from the standard ``AWS_*`` environment variables
+of the process that opens the store (the Spark driver); they travel with
+the store to Spark tasks, so executors need no settings of their own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import IO, Any
+from urllib.parse import unquote, urlparse
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ocp_analytics.exceptions import DatasetError, MissingExtraError, hint
+
+S3_SCHEMES = ("s3", "s3a", "s3n")
+# environment variable -> (pyarrow S3FileSystem argument, polars storage option)
+_S3_ENV = {
+    "AWS_ACCESS_KEY_ID": ("access_key", "aws_access_key_id"),
+    "AWS_SECRET_ACCESS_KEY": ("secret_key", "aws_secret_access_key"),
+    "AWS_SESSION_TOKEN": ("session_token", "aws_session_token"),
+    "AWS_REGION": ("region", "aws_region"),
+    "AWS_DEFAULT_REGION": ("region", "aws_region"),
+    "AWS_ENDPOINT_URL": ("endpoint_override", "aws_endpoint_url"),
+    "AWS_ENDPOINT_URL_S3": ("endpoint_override", "aws_endpoint_url"),
+}
+
+
+def _unsupported(text: str, scheme: str) -> DatasetError:
+    return DatasetError(
+        hint(
+            f"{text!r}: the scheme {scheme!r} is not read or written directly; "
+            "local paths, file: URIs and s3:// (s3a://) are.",
+            "for abfss://, gs:// or hdfs://, mount the store (blobfuse2, gcsfuse, "
+            "an HDFS NFS gateway, a Databricks /dbfs or /Volumes path) and pass the "
+            "mounted path; see docs/spark.md.",
+        )
+    )
+
+
+@dataclass(frozen=True)
+class Store:
+    """A local folder or an S3 prefix, and the few operations the dataset needs.
+
+    Parameters
+    ----------
+    uri
+        A local path, or ``s3://bucket/prefix`` (``s3a://`` is read as ``s3://``).
+    options
+        S3 connection settings (from the ``AWS_*`` variables when made by
+        :func:`store`); empty for local paths.
+
+    Examples
+    --------
+    >>> s = store("runs.dataset")
+    >>> (s.remote, s.child("runs", "a.parquet").uri)
+    (False, 'runs.dataset/runs/a.parquet')
+    >>> r = Store("s3://bucket/runs.dataset")
+    >>> (r.remote, r.child("_batches").fs_path)
+    (True, 'bucket/runs.dataset/_batches')
+    """
+
+    uri: str
+    options: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+
+    @property
+    def remote(self) -> bool:
+        """True for an object-store prefix."""
+        return self.uri.startswith("s3://")
+
+    @property
+    def name(self) -> str:
+        """The last part of the path."""
+        return self.uri.rstrip("/").rsplit("/", 1)[-1]
+
+    @property
+    def fs_path(self) -> str:
+        """The path as pyarrow's file system names it (``bucket/key`` on S3)."""
+        return self.uri.removeprefix("s3://") if self.remote else self.uri
+
+    @property
+    def path(self) -> Path:
+        """The local path (local stores only)."""
+        assert not self.remote, self.uri
+        return Path(self.uri)
+
+    def child(self, *parts: str) -> Store:
+        """The store ``parts`` below this one."""
+        base = self.uri.rstrip("/") if self.remote else self.uri
+        if self.remote:
+            return Store("/".join([base, *parts]), self.options)
+        return Store(str(Path(base, *parts)), self.options)
+
+    def __str__(self) -> str:
+        return self.uri
+
+    # --- connection ------------------------------------------------------------
+
+    @property
+    def filesystem(self) -> Any:
+        """pyarrow's file system for this store (S3 only)."""
+        return _s3_filesystem(self.options)
+
+    def storage_options(self) -> dict[str, str] | None:
+        """What polars' cloud readers need (``None`` for local paths)."""
+        if not self.remote:
+            return None
+        out = {}
+        for key, value in self.options:
+            for env, (_, polars_key) in _S3_ENV.items():
+                if key == env:
+                    out[polars_key] = value
+        if out.get("aws_endpoint_url", "").startswith("http://"):
+            out["aws_allow_http"] = "true"
+        return out
+
+    # --- reading -------------------------------------------------------------
+
+    def _info(self) -> Any:
+        return self.filesystem.get_file_info(self.fs_path)
+
+    def is_file(self) -> bool:
+        """True when this is an existing file (object)."""
+        if not self.remote:
+            return self.path.is_file()
+        from pyarrow.fs import FileType
+
+        return bool(self._info().type == FileType.File)
+
+    def is_dir(self) -> bool:
+        """True when this is a folder (a prefix holding objects)."""
+        if not self.remote:
+            return self.path.is_dir()
+        from pyarrow.fs import FileType
+
+        return bool(self._info().type == FileType.Directory)
+
+    def exists(self) -> bool:
+        """True when a file or folder is there."""
+        return self.is_file() or self.is_dir()
+
+    def size(self) -> int:
+        """The file's size in bytes."""
+        if not self.remote:
+            return self.path.stat().st_size
+        return int(self._info().size)
+
+    def names(self) -> list[str]:
+        """Names directly below this folder (empty when there is none)."""
+        if not self.remote:
+            return [p.name for p in self.path.iterdir()] if self.path.is_dir() else []
+        from pyarrow.fs import FileSelector
+
+        infos = self.filesystem.get_file_info(FileSelector(self.fs_path, allow_not_found=True))
+        return [i.base_name for i in infos]
+
+    def files(self) -> Iterator[Store]:
+        """Every file below this folder, at any depth, sorted by path."""
+        if not self.remote:
+            for p in sorted(self.path.rglob("*")):
+                if p.is_file():
+                    yield Store(str(p), self.options)
+            return
+        from pyarrow.fs import FileSelector, FileType
+
+        sel = FileSelector(self.fs_path, recursive=True, allow_not_found=True)
+        infos = self.filesystem.get_file_info(sel)
+        for info in sorted(infos, key=lambda i: i.path):
+            if info.type == FileType.File:
+                yield Store("s3://" + info.path, self.options)
+
+    def open(self) -> IO[bytes]:
+        """The file's bytes, as a seekable binary file."""
+        if not self.remote:
+            return self.path.open("rb")
+        return self.filesystem.open_input_file(self.fs_path)
+
+    def read_bytes(self) -> bytes:
+        """The whole file."""
+        with self.open() as f:
+            return f.read()
+
+    # --- writing ---------------------------------------------------------------
+
+    def mkdir(self) -> None:
+        """Create the folder (no-op on S3, where folders are key prefixes)."""
+        if not self.remote:
+            self.path.mkdir(parents=True, exist_ok=True)
+
+    def write_bytes(self, data: bytes) -> None:
+        """Write a whole file atomically: temporary name + fsync + rename, or one PUT."""
+        if self.remote:
+            with self.filesystem.open_output_stream(self.fs_path, compression=None) as f:
+                f.write(data)
+            return
+        tmp = self.path.with_name(f".{self.path.name}.tmp")
+        with tmp.open("wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+
+    def write_parquet(self, table: pa.Table, *, temporary: str = "") -> None:
+        """Write a Parquet file atomically (zstd): temporary name + rename, or one PUT.
+
+        ``temporary`` names the local temporary file (default ``.NAME.tmp``).
+        """
+        if self.remote:
+            pq.write_table(table, self.fs_path, compression="zstd", filesystem=self.filesystem)
+            return
+        tmp = self.path.with_name(temporary or f".{self.path.name}.tmp")
+        pq.write_table(table, tmp, compression="zstd")
+        os.replace(tmp, self.path)
+
+    def create_exclusive(self, data: bytes) -> bool:
+        """Write the file only if it does not exist; False when it does.
+
+        Local: an exclusive create of a temporary file, then a hard link
+        (fails if the name exists). S3: a conditional PUT (``If-None-Match``).
+        """
+        if self.remote:
+            return _s3_put_if_absent(self, data)
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        with tmp.open("wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.link(tmp, self.path)
+        except FileExistsError:
+            return False
+        finally:
+            tmp.unlink()
+        return True
+
+    def delete(self) -> None:
+        """Delete the file (no error when it is gone)."""
+        if not self.remote:
+            self.path.unlink(missing_ok=True)
+            return
+        with contextlib.suppress(FileNotFoundError):
+            self.filesystem.delete_file(self.fs_path)
+
+    def delete_tree(self) -> None:
+        """Delete the folder and everything below it (no error when it is gone)."""
+        if not self.remote:
+            shutil.rmtree(self.path, ignore_errors=True)
+            return
+        for f in list(self.files()):
+            f.delete()
+
+    def move_to(self, target: Store) -> None:
+        """Rename a local file (object stores write final keys instead)."""
+        assert not self.remote and not target.remote
+        os.replace(self.path, target.path)
+
+
+def store(path: str | Path | Store) -> Store:
+    """The :class:`Store` of a path or URI; other schemes are refused with a hint.
+
+    Examples
+    --------
+    >>> store("file:///tmp/a%20b").uri
+    '/tmp/a b'
+    >>> store("s3a://bucket/runs.dataset/").uri
+    's3://bucket/runs.dataset'
+    """
+    if isinstance(path, Store):
+        return path
+    text = str(path)
+    parsed = urlparse(text)
+    scheme = parsed.scheme.lower()
+    if scheme == "file":
+        return Store(unquote(parsed.path))
+    if scheme in S3_SCHEMES:
+        if not parsed.netloc:
+            raise DatasetError(hint(f"{text!r} names no bucket.", "write s3://BUCKET/PREFIX."))
+        key = parsed.path.strip("/")
+        uri = f"s3://{parsed.netloc}" + (f"/{key}" if key else "")
+        options = tuple((k, os.environ[k]) for k in _S3_ENV if os.environ.get(k))
+        return Store(uri, options)
+    if len(scheme) > 1:  # one letter: a Windows drive
+        raise _unsupported(text, scheme)
+    return Store(text)
+
+
+def is_remote(path: str | Path) -> bool:
+    """True when ``path`` is an object-store URI.
+
+    Examples
+    --------
+    >>> is_remote("s3a://b/k"), is_remote("runs.dataset"), is_remote("file:///x")
+    (True, False, False)
+    """
+    return urlparse(str(path)).scheme.lower() in S3_SCHEMES
+
+
+@cache
+def _s3_filesystem(options: tuple[tuple[str, str], ...]) -> Any:
+    from pyarrow.fs import S3FileSystem
+
+    kwargs: dict[str, Any] = {}
+    for env, value in options:
+        arg = _S3_ENV[env][0]
+        if arg == "endpoint_override" and "://" in value:
+            scheme, _, value = value.partition("://")
+            kwargs["scheme"] = scheme
+        kwargs[arg] = value
+    return S3FileSystem(**kwargs)
+
+
+def _s3_put_if_absent(target: Store, data: bytes) -> bool:
+    try:
+        import boto3
+        from botocore.exceptions import ClientError
+    except ImportError as exc:
+        raise MissingExtraError(
+            hint(
+                "writing a dataset on S3 needs boto3 (for the conditional PUT of "
+                "the commit record and the lock).",
+                "pip install 'ocp-analytics[s3]'",
+            )
+        ) from exc
+    opts = dict(target.options)
+    client = boto3.client(
+        "s3",
+        aws_access_key_id=opts.get("AWS_ACCESS_KEY_ID"),
+        aws_secret_access_key=opts.get("AWS_SECRET_ACCESS_KEY"),
+        aws_session_token=opts.get("AWS_SESSION_TOKEN"),
+        region_name=opts.get("AWS_REGION") or opts.get("AWS_DEFAULT_REGION"),
+        endpoint_url=opts.get("AWS_ENDPOINT_URL_S3") or opts.get("AWS_ENDPOINT_URL"),
+    )
+    bucket, _, key = target.fs_path.partition("/")
+    try:
+        client.put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code", "")
+        if code in ("PreconditionFailed", "ConditionalRequestConflict", "412", "409"):
+            return False
+        raise
+    return True
