@@ -196,7 +196,7 @@ def _spark_session(master: str | None, conf: list[str] | None) -> Any:
     return spark.running(master, spark.parse_conf(conf or []))
 
 
-_SOURCES_HELP = "Files, folders, globs, s3:// objects or prefixes, or - for stdin."
+_SOURCES_HELP = "Files, folders, globs, s3:// or abfss:// objects and prefixes, or - for stdin."
 
 
 @app.command()
@@ -206,7 +206,7 @@ def ingest(
         typer.Argument(help=_SOURCES_HELP),
     ],
     out: Annotated[
-        str, typer.Option("--out", "-o", help="The dataset folder, or an s3:// (s3a://) prefix.")
+        str, typer.Option("--out", "-o", help="The dataset folder, or an s3:// or abfss:// prefix.")
     ],
     strict: Annotated[bool, typer.Option(help="Exit 3 when anything was quarantined.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
@@ -220,7 +220,8 @@ def ingest(
 ) -> None:
     """Ingest OCP run documents into a Parquet dataset.
 
-    Sources are files, folders (read recursively), glob patterns, or - for
+    Sources are files, folders (read recursively), glob patterns, S3 or Azure
+    objects and prefixes (s3://, abfss://; docs/spark.md), or - for
     standard input: .json (a document or a list), .ndjson/.jsonl (a document
     a line), optionally .gz or .zst. A source already ingested with the same
     content is skipped; a document that cannot be read is quarantined and the
@@ -233,6 +234,7 @@ def ingest(
       ocp-analytics ingest 'exports/*.jsonl.zst' more.ndjson.gz -o runs.dataset
       cat today.ndjson | ocp-analytics ingest - -o runs.dataset --strict
       ocp-analytics ingest 'exports/*.ndjson.gz' -o runs.dataset --engine spark
+      ocp-analytics ingest s3://drops/runs/ -o s3://lake/runs.dataset --engine spark
     """
     from ocp_analytics.ingest import WORKERS
     from ocp_analytics.ingest import ingest as run_ingest
@@ -266,7 +268,7 @@ def ingest_events(
         typer.Argument(help=_SOURCES_HELP),
     ],
     out: Annotated[
-        str, typer.Option("--out", "-o", help="The dataset folder, or an s3:// (s3a://) prefix.")
+        str, typer.Option("--out", "-o", help="The dataset folder, or an s3:// or abfss:// prefix.")
     ],
     strict: Annotated[bool, typer.Option(help="Exit 3 when anything was quarantined.")] = False,
     unmatched: Annotated[
@@ -495,7 +497,9 @@ def emit(frame: pl.DataFrame, fmt: Format, out: Path | None, as_of: datetime | N
         typer.echo(f"wrote {frame.height:,} rows to {out}", err=True)
 
 
-DatasetArg = Annotated[str, typer.Argument(help="The dataset folder, or an s3:// (s3a://) prefix.")]
+DatasetArg = Annotated[
+    str, typer.Argument(help="The dataset folder, or an s3:// or abfss:// prefix.")
+]
 RulesOpt = Annotated[
     list[Path] | None,
     typer.Option("--rules", metavar="FILE", help="A rules file (.toml or .json); repeatable."),

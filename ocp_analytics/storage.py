@@ -1,16 +1,19 @@
-"""Where a dataset or a source lives: a local folder or an S3 prefix.
+"""Where a dataset or a source lives: a local folder or an object-store prefix.
 
 :class:`Store` is the one place that touches a file system for the dataset
 layer: a local path (plain ``os``/``pathlib``, with ``fsync`` and rename for
-atomic writes) or an object-store prefix (``s3://`` or ``s3a://``, through
-pyarrow's S3 file system). An object store has no atomic rename, so a remote
-write is one PUT at its final key (atomic on S3: readers see the whole
+atomic writes) or an object-store prefix: S3 (``s3://``, ``s3a://``) or
+Azure Data Lake / Blob Storage (``abfss://container@account.dfs.core.windows.net/…``,
+``abfs://``), through pyarrow's file systems. An object store has no atomic
+rename, so a remote write is one PUT at its final key (readers see the whole
 object or nothing), and "create only if absent" is a conditional PUT
-(``If-None-Match: *``, through boto3) for the commit record and the lock.
+(``If-None-Match: *``, through boto3 or azure-storage-blob) for the commit
+record and the lock.
 
-Connection settings come from the standard ``AWS_*`` environment variables
-of the process that opens the store (the Spark driver); they travel with
-the store to Spark tasks, so executors need no settings of their own.
+Connection settings come from the standard environment variables (``AWS_*``;
+``AZURE_STORAGE_*``) of the process that opens the store (the Spark driver);
+they travel with the store to Spark tasks, so executors need no settings of
+their own.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ import pyarrow.parquet as pq
 from ocp_analytics.exceptions import DatasetError, MissingExtraError, hint
 
 S3_SCHEMES = ("s3", "s3a", "s3n")
+AZURE_SCHEMES = ("abfss", "abfs")
+REMOTE = ("s3://", "abfss://")  # the schemes a Store's uri is written in
 # environment variable -> (pyarrow S3FileSystem argument, polars storage option)
 _S3_ENV = {
     "AWS_ACCESS_KEY_ID": ("access_key", "aws_access_key_id"),
@@ -41,16 +46,22 @@ _S3_ENV = {
     "AWS_ENDPOINT_URL": ("endpoint_override", "aws_endpoint_url"),
     "AWS_ENDPOINT_URL_S3": ("endpoint_override", "aws_endpoint_url"),
 }
+# environment variable -> polars storage option (pyarrow's arguments are built below)
+_AZURE_ENV = {
+    "AZURE_STORAGE_ACCOUNT_KEY": "azure_storage_account_key",
+    "AZURE_STORAGE_SAS_TOKEN": "azure_storage_sas_token",
+    "AZURE_STORAGE_ENDPOINT": "azure_storage_endpoint",  # emulators, sovereign clouds
+}
 
 
 def _unsupported(text: str, scheme: str) -> DatasetError:
     return DatasetError(
         hint(
             f"{text!r}: the scheme {scheme!r} is not read or written directly; "
-            "local paths, file: URIs and s3:// (s3a://) are.",
-            "for abfss://, gs:// or hdfs://, mount the store (blobfuse2, gcsfuse, "
-            "an HDFS NFS gateway, a Databricks /dbfs or /Volumes path) and pass the "
-            "mounted path; see docs/spark.md.",
+            "local paths, file: URIs, s3:// (s3a://) and abfss:// (abfs://) are.",
+            "for gs:// or hdfs://, mount the store (gcsfuse, an HDFS NFS gateway, a "
+            "Databricks /dbfs or /Volumes path) and pass the mounted path; see "
+            "docs/spark.md.",
         )
     )
 
@@ -62,10 +73,11 @@ class Store:
     Parameters
     ----------
     uri
-        A local path, or ``s3://bucket/prefix`` (``s3a://`` is read as ``s3://``).
+        A local path, ``s3://bucket/prefix`` (``s3a://`` is read as ``s3://``)
+        or ``abfss://container@account.dfs.core.windows.net/prefix``.
     options
-        S3 connection settings (from the ``AWS_*`` variables when made by
-        :func:`store`); empty for local paths.
+        Connection settings (from the ``AWS_*`` or ``AZURE_STORAGE_*``
+        variables when made by :func:`store`); empty for local paths.
 
     Examples
     --------
@@ -75,6 +87,8 @@ class Store:
     >>> r = Store("s3://bucket/runs.dataset")
     >>> (r.remote, r.child("_batches").fs_path)
     (True, 'bucket/runs.dataset/_batches')
+    >>> Store("abfss://c@acct.dfs.core.windows.net/runs.dataset").fs_path
+    'c/runs.dataset'
     """
 
     uri: str
@@ -83,7 +97,20 @@ class Store:
     @property
     def remote(self) -> bool:
         """True for an object-store prefix."""
-        return self.uri.startswith("s3://")
+        return self.uri.startswith(REMOTE)
+
+    @property
+    def azure(self) -> bool:
+        """True for an Azure prefix."""
+        return self.uri.startswith("abfss://")
+
+    @property
+    def _head(self) -> str:
+        """``s3://`` or ``abfss://container@host``: what precedes the path."""
+        if not self.azure:
+            return "s3://"
+        container_at_host = self.uri.removeprefix("abfss://").split("/", 1)[0]
+        return f"abfss://{container_at_host}"
 
     @property
     def name(self) -> str:
@@ -92,8 +119,19 @@ class Store:
 
     @property
     def fs_path(self) -> str:
-        """The path as pyarrow's file system names it (``bucket/key`` on S3)."""
-        return self.uri.removeprefix("s3://") if self.remote else self.uri
+        """The path as pyarrow's file system names it (``bucket/key``, ``container/key``)."""
+        if not self.remote:
+            return self.uri
+        if not self.azure:
+            return self.uri.removeprefix("s3://")
+        container = self._head.removeprefix("abfss://").split("@", 1)[0]
+        return container + self.uri.removeprefix(self._head)
+
+    def _at(self, fs_path: str) -> Store:
+        """The store of another path of the same file system."""
+        if not self.azure:
+            return Store("s3://" + fs_path, self.options)
+        return Store(self._head + "/" + fs_path.split("/", 1)[1], self.options)
 
     @property
     def path(self) -> Path:
@@ -115,13 +153,26 @@ class Store:
 
     @property
     def filesystem(self) -> Any:
-        """pyarrow's file system for this store (S3 only)."""
+        """pyarrow's file system for this store (remote stores only)."""
+        if self.azure:
+            return _azure_filesystem(self._account, self.options)
         return _s3_filesystem(self.options)
+
+    @property
+    def _account(self) -> str:
+        return self._head.split("@", 1)[1].split(".", 1)[0]
 
     def storage_options(self) -> dict[str, str] | None:
         """What polars' cloud readers need (``None`` for local paths)."""
         if not self.remote:
             return None
+        if self.azure:
+            found = dict(self.options)
+            out = {"azure_storage_account_name": self._account}
+            out |= {_AZURE_ENV[k]: v for k, v in found.items() if k in _AZURE_ENV}
+            if found.get("AZURE_STORAGE_ENDPOINT", "").startswith("http://"):
+                out["azure_allow_http"] = "true"
+            return out
         out = {}
         for key, value in self.options:
             for env, (_, polars_key) in _S3_ENV.items():
@@ -184,7 +235,7 @@ class Store:
         infos = self.filesystem.get_file_info(sel)
         for info in sorted(infos, key=lambda i: i.path):
             if info.type == FileType.File:
-                yield Store("s3://" + info.path, self.options)
+                yield self._at(info.path)
 
     def open(self) -> IO[bytes]:
         """The file's bytes, as a seekable binary file."""
@@ -235,6 +286,8 @@ class Store:
         Local: an exclusive create of a temporary file, then a hard link
         (fails if the name exists). S3: a conditional PUT (``If-None-Match``).
         """
+        if self.azure:
+            return _azure_put_if_absent(self, data)
         if self.remote:
             return _s3_put_if_absent(self, data)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
@@ -296,6 +349,19 @@ def store(path: str | Path | Store) -> Store:
         uri = f"s3://{parsed.netloc}" + (f"/{key}" if key else "")
         options = tuple((k, os.environ[k]) for k in _S3_ENV if os.environ.get(k))
         return Store(uri, options)
+    if scheme in AZURE_SCHEMES:
+        container, at, host = parsed.netloc.partition("@")
+        if not (at and container and host):
+            raise DatasetError(
+                hint(
+                    f"{text!r} names no container and account.",
+                    "write abfss://CONTAINER@ACCOUNT.dfs.core.windows.net/PREFIX.",
+                )
+            )
+        key = parsed.path.strip("/")
+        uri = f"abfss://{parsed.netloc}" + (f"/{key}" if key else "")
+        options = tuple((k, os.environ[k]) for k in _AZURE_ENV if os.environ.get(k))
+        return Store(uri, options)
     if len(scheme) > 1:  # one letter: a Windows drive
         raise _unsupported(text, scheme)
     return Store(text)
@@ -309,7 +375,7 @@ def is_remote(path: str | Path) -> bool:
     >>> is_remote("s3a://b/k"), is_remote("runs.dataset"), is_remote("file:///x")
     (True, False, False)
     """
-    return urlparse(str(path)).scheme.lower() in S3_SCHEMES
+    return urlparse(str(path)).scheme.lower() in (*S3_SCHEMES, *AZURE_SCHEMES)
 
 
 @cache
@@ -355,4 +421,53 @@ def _s3_put_if_absent(target: Store, data: bytes) -> bool:
         if code in ("PreconditionFailed", "ConditionalRequestConflict", "412", "409"):
             return False
         raise
+    return True
+
+
+@cache
+def _azure_filesystem(account: str, options: tuple[tuple[str, str], ...]) -> Any:
+    from pyarrow.fs import AzureFileSystem
+
+    found = dict(options)
+    kwargs: dict[str, Any] = {"account_name": account}
+    if "AZURE_STORAGE_ACCOUNT_KEY" in found:
+        kwargs["account_key"] = found["AZURE_STORAGE_ACCOUNT_KEY"]
+    if "AZURE_STORAGE_SAS_TOKEN" in found:
+        kwargs["sas_token"] = found["AZURE_STORAGE_SAS_TOKEN"]
+    if "AZURE_STORAGE_ENDPOINT" in found:  # http://host:port/account (an emulator)
+        scheme, _, rest = found["AZURE_STORAGE_ENDPOINT"].partition("://")
+        authority = rest.split("/", 1)[0]
+        kwargs |= {
+            "blob_storage_authority": authority,
+            "dfs_storage_authority": authority,
+            "blob_storage_scheme": scheme,
+            "dfs_storage_scheme": scheme,
+        }
+    return AzureFileSystem(**kwargs)
+
+
+def _azure_put_if_absent(target: Store, data: bytes) -> bool:
+    try:
+        from azure.core.exceptions import ResourceExistsError
+        from azure.storage.blob import BlobServiceClient
+    except ImportError as exc:
+        raise MissingExtraError(
+            hint(
+                "writing a dataset on Azure needs azure-storage-blob (for the "
+                "conditional PUT of the commit record and the lock).",
+                "pip install 'ocp-analytics[azure]'",
+            )
+        ) from exc
+    found = dict(target.options)
+    account = target._account
+    url = found.get("AZURE_STORAGE_ENDPOINT") or f"https://{account}.blob.core.windows.net"
+    credential: Any = found.get("AZURE_STORAGE_SAS_TOKEN")
+    if "AZURE_STORAGE_ACCOUNT_KEY" in found:
+        credential = {"account_name": account, "account_key": found["AZURE_STORAGE_ACCOUNT_KEY"]}
+    container, _, blob = target.fs_path.partition("/")
+    client = BlobServiceClient(url, credential=credential).get_blob_client(container, blob)
+    try:
+        client.upload_blob(data, overwrite=False)  # If-None-Match: *
+    except ResourceExistsError:
+        return False
     return True

@@ -7,6 +7,7 @@ import json
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import orjson
 import polars as pl
@@ -88,26 +89,60 @@ def frames_equal(
 __all__ = ["AS_OF", "EXAMPLES", "frames_equal", "json"]
 
 
+def _missing(why: str) -> None:
+    """Skip a test whose local server is missing; fail instead under CI."""
+    import os
+
+    if os.environ.get("OCP_REQUIRE_TEST_SERVERS"):
+        pytest.fail(why)
+    pytest.skip(why)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _serve(cmd: list[str], port: int, ready: Callable[[], object]) -> Any:
+    """Start a local server, wait until it listens on ``port`` (30 s at most), call ``ready``."""
+    import socket
+    import subprocess
+    import time
+
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if time.time() > deadline or proc.poll() is not None:
+                proc.kill()
+                raise
+            time.sleep(0.2)
+    try:
+        ready()
+    except BaseException:
+        proc.kill()
+        raise
+    return proc
+
+
 @pytest.fixture(scope="session")
 def s3_bucket() -> Iterable[str]:
     """An S3 bucket on a local moto server, with the ``AWS_*`` variables pointing at it.
 
     Yields ``s3://BUCKET``. Skipped when moto (the test extra) is missing.
     """
-    import socket
-    import subprocess
-    import time
-
-    pytest.importorskip("moto.server")
-    boto3 = pytest.importorskip("boto3")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    try:
+        import boto3
+        import moto.server  # noqa: F401
+    except ImportError:
+        _missing("moto or boto3 is not installed (the test extra)")
+    port = _free_port()
     env = {
         "AWS_ACCESS_KEY_ID": "test",
         "AWS_SECRET_ACCESS_KEY": "test",
@@ -119,19 +154,69 @@ def s3_bucket() -> Iterable[str]:
             mp.setenv(key, value)
         mp.delenv("AWS_SESSION_TOKEN", raising=False)
         mp.delenv("AWS_PROFILE", raising=False)
-        client = boto3.client("s3")
-        deadline = time.time() + 30
-        while True:
-            try:
-                client.create_bucket(Bucket="ocp-test")
-                break
-            except Exception:
-                if time.time() > deadline or proc.poll() is not None:
-                    proc.kill()
-                    raise
-                time.sleep(0.2)
+        cmd = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+        proc = _serve(cmd, port, lambda: boto3.client("s3").create_bucket(Bucket="ocp-test"))
         try:
             yield "s3://ocp-test"
         finally:
             proc.terminate()
             proc.wait(timeout=10)
+
+
+# Azurite's documented development account (public, not a secret)
+AZURITE_ACCOUNT = "devstoreaccount1"
+AZURITE_KEY = (
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+)
+
+
+@pytest.fixture(scope="session")
+def azure_container(tmp_path_factory: pytest.TempPathFactory) -> Iterable[str]:
+    """A container on a local Azurite server, with ``AZURE_STORAGE_*`` pointing at it.
+
+    Yields ``abfss://CONTAINER@ACCOUNT.dfs.core.windows.net``. Skipped when
+    ``azurite-blob`` (npm) is not on PATH; ``.ci/run`` installs it.
+    """
+    import shutil
+
+    azurite = shutil.which("azurite-blob")
+    if azurite is None:
+        _missing("azurite-blob is not on PATH (npm install azurite; .ci/run does)")
+    from pyarrow.fs import AzureFileSystem
+
+    port = _free_port()
+    endpoint = f"http://127.0.0.1:{port}/{AZURITE_ACCOUNT}"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("AZURE_STORAGE_ACCOUNT_KEY", AZURITE_KEY)
+        mp.setenv("AZURE_STORAGE_ENDPOINT", endpoint)
+        mp.delenv("AZURE_STORAGE_SAS_TOKEN", raising=False)
+        fs = AzureFileSystem(
+            account_name=AZURITE_ACCOUNT,
+            account_key=AZURITE_KEY,
+            blob_storage_authority=f"127.0.0.1:{port}",
+            blob_storage_scheme="http",
+            dfs_storage_authority=f"127.0.0.1:{port}",
+            dfs_storage_scheme="http",
+        )
+        data = tmp_path_factory.mktemp("azurite")
+        cmd = [azurite, "--blobHost", "127.0.0.1", "--blobPort", str(port)]
+        cmd += [
+            "--location",
+            str(data),
+            "--silent",
+            "--skipApiVersionCheck",
+            "--disableTelemetry",
+        ]
+        proc = _serve(cmd, port, lambda: fs.create_dir("ocp-test"))
+        try:
+            yield f"abfss://ocp-test@{AZURITE_ACCOUNT}.dfs.core.windows.net"
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+
+
+@pytest.fixture(params=["s3", "azure"])
+def bucket(request: pytest.FixtureRequest) -> str:
+    """The root of a test bucket on each object store (see ``s3_bucket``, ``azure_container``)."""
+    name = "s3_bucket" if request.param == "s3" else "azure_container"
+    return str(request.getfixturevalue(name))

@@ -255,8 +255,9 @@ def test_issue16_without_pyspark_one_line_names_the_extra(tmp_path: Path, monkey
 def test_issue16_paths_and_java() -> None:
     assert store("file:///data/a%20b.dataset").path == Path("/data/a b.dataset")
     assert store("s3a://bucket/runs.dataset").uri == "s3://bucket/runs.dataset"
+    assert store("abfs://c@acct.dfs.core.windows.net/ds").uri.startswith("abfss://c@acct.")
     with pytest.raises(oa.OcpAnalyticsError, match="mount"):
-        store("abfss://c@acct.dfs.core.windows.net/runs.dataset")
+        store("hdfs://namenode:8020/runs.dataset")
     assert osp.java_major('openjdk version "21.0.2" 2024-01-16') == 21
     assert osp.parse_conf(["spark.executor.memory=8g"]) == {"spark.executor.memory": "8g"}
     with pytest.raises(oa.OcpAnalyticsError, match="KEY=VALUE"):
@@ -303,28 +304,28 @@ def test_issue16_killed_driver_leaves_the_dataset_unchanged_and_a_rerun_converge
         assert _table(ds, table, scans=True).equals(_table(p, table, scans=True)), table
 
 
-def test_issue16_s3_ingest_and_acceptance_match_the_local_polars_engine(
-    spark: Any, sources: tuple[Path, Path], s3_bucket: str, tmp_path: Path, monkeypatch
+def test_issue16_object_store_ingest_and_acceptance_match_the_local_polars_engine(
+    spark: Any, sources: tuple[Path, Path], bucket: str, tmp_path: Path, monkeypatch
 ) -> None:
-    """Sources on S3 (s3a://), the dataset on S3: tasks read and write through the store."""
-    from tests.test_s3 import table, upload
+    """Sources and dataset on S3 / Azure: tasks read and write through the store."""
+    from tests.test_object_store import alias, table, upload
 
     one, _ = sources
     picked = tmp_path / "in"  # fewer, larger files than `one`: each object costs requests
     shutil.copytree(one, picked, ignore=shutil.ignore_patterns("examples", "*.json"))
     shutil.copy(one / "bad" / "empty.json", picked / "bad")
-    upload(picked, f"{s3_bucket}/spark-in")
+    upload(picked, f"{bucket}/spark-in")
     assert len(list(picked.rglob("*.*"))) == 14  # truncated, corrupt, misnamed, CR, BOM, …
-    local, uri = tmp_path / "local", f"s3a://{s3_bucket[5:]}/spark.dataset"
+    local, uri = tmp_path / "local", alias(f"{bucket}/spark.dataset")
     local_summary = oa.ingest(picked, local)
     # a task that has written a part fails: nothing becomes visible, no part is left
     monkeypatch.setenv(osp.FAULT_ENV, "build:0")
     with pytest.raises(Exception, match="injected fault"):
-        osp.ingest(spark, f"s3a://{s3_bucket[5:]}/spark-in", uri)
+        osp.ingest(spark, alias(f"{bucket}/spark-in"), uri)
     assert D.read_commits(uri) == [] and oa.scan_dataset(uri).runs.collect().height == 0
     monkeypatch.delenv(osp.FAULT_ENV)
     # (a task still running when the job aborted may have put a part since: an orphan)
-    summary = osp.ingest(spark, f"s3a://{s3_bucket[5:]}/spark-in", uri)
+    summary = osp.ingest(spark, alias(f"{bucket}/spark-in"), uri)
     assert summary.reconciles and summary.quarantined == local_summary.quarantined >= 8
 
     def unlisted() -> set[str]:
@@ -346,7 +347,7 @@ def test_issue16_s3_ingest_and_acceptance_match_the_local_polars_engine(
     got = osp.to_polars(osp.acceptance(spark, uri, rules, AS_OF, slice_runs=2 * SLICE))
     want = oa.acceptance(local, rules, as_of=AS_OF).collect()
     assert got.sort("run_id", "rule").equals(want.sort("run_id", "rule"))
-    out = f"{s3_bucket}/acceptance.parquet"
+    out = f"{bucket}/acceptance.parquet"
     rows = osp.write_acceptance(spark, uri, out, rules, AS_OF, slice_runs=2 * SLICE)
     parts = [f.uri for f in store(out).files()]
     assert len(parts) > 1 and rows == want.height

@@ -250,10 +250,11 @@ def connect(
         raise DatasetError(
             hint(
                 f"{str(found)!r}: the SQL views read a dataset on a local or mounted file "
-                "system; DuckDB reads S3 only through its httpfs extension, which this "
-                "release does not set up.",
-                "copy the dataset down first (aws s3 sync URI ./runs.dataset), or use "
-                "rates / compare / accept, which read S3 directly.",
+                "system; DuckDB reads object stores only through its httpfs / azure "
+                "extensions, which this release does not set up.",
+                "copy the dataset down first (aws s3 sync URI ./runs.dataset, or azcopy "
+                "copy URI ./runs.dataset --recursive), or use rates / compare / accept, "
+                "which read it directly.",
             )
         )
     root = found.path.resolve()
