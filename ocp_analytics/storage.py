@@ -471,3 +471,39 @@ def _azure_put_if_absent(target: Store, data: bytes) -> bool:
     except ResourceExistsError:
         return False
     return True
+
+
+def fsspec_filesystem(where: Store) -> Any:
+    """An fsspec view of a remote store's pyarrow file system, for DuckDB to read through.
+
+    ``duckdb.register_filesystem`` takes fsspec file systems: the SQL views
+    then glob and read ``s3://…`` or ``abfss://…`` paths with the store's own
+    client and settings (no DuckDB extension to install).
+    """
+    try:
+        from fsspec.implementations.arrow import ArrowFSWrapper
+    except ImportError as exc:
+        extra = "azure" if where.azure else "s3"
+        raise MissingExtraError(
+            hint(
+                "SQL over a dataset in an object store needs fsspec.",
+                f"pip install 'ocp-analytics[{extra}]'",
+            )
+        ) from exc
+
+    azure = where.azure
+
+    class _Store(ArrowFSWrapper):
+        protocol = "abfss" if azure else "s3"
+
+        @classmethod
+        def _strip_protocol(cls, path: Any) -> Any:
+            text = str(path)
+            for head in ("abfss://", "s3://"):
+                text = text.removeprefix(head)
+            if azure:  # container@account.dfs.core.windows.net/key -> container/key
+                first, sep, rest = text.partition("/")
+                text = first.split("@", 1)[0] + sep + rest
+            return text.rstrip("/")
+
+    return _Store(where.filesystem)

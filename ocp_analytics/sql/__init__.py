@@ -28,9 +28,10 @@ import duckdb
 import polars as pl
 
 from ocp_analytics.dataset import open_existing
-from ocp_analytics.exceptions import DatasetError, OcpAnalyticsError, hint
+from ocp_analytics.exceptions import OcpAnalyticsError, hint
 from ocp_analytics.rules import Rule, resolve_rules
 from ocp_analytics.schemas import TABLES
+from ocp_analytics.storage import Store, fsspec_filesystem
 from ocp_analytics.timeaxis import resolve_as_of
 
 # The statements of sql/setup.sql, in the order they run: later files use
@@ -181,7 +182,7 @@ def _run_setup(con: duckdb.DuckDBPyConnection) -> None:
             ) from exc
 
 
-def _add_new_tables(root: Path) -> None:
+def _add_new_tables(root: Store) -> None:
     """Give a dataset made before a table existed (``events``) that table's schema file.
 
     The views read ``_schema/<table>.parquet`` of every table; a dataset that
@@ -189,7 +190,7 @@ def _add_new_tables(root: Path) -> None:
     """
     from ocp_analytics.dataset import SCHEMA_DIR, create
 
-    if all((root / SCHEMA_DIR / f"{t}.parquet").is_file() for t in TABLES):
+    if all(root.child(SCHEMA_DIR, f"{t}.parquet").is_file() for t in TABLES):
         return
     with contextlib.suppress(OSError):
         create(root)
@@ -246,23 +247,14 @@ def connect(
     [('accepted', 'reported', 4)]
     """
     found = open_existing(dataset)
-    if found.remote:
-        raise DatasetError(
-            hint(
-                f"{str(found)!r}: the SQL views read a dataset on a local or mounted file "
-                "system; DuckDB reads object stores only through its httpfs / azure "
-                "extensions, which this release does not set up.",
-                "copy the dataset down first (aws s3 sync URI ./runs.dataset, or azcopy "
-                "copy URI ./runs.dataset --recursive), or use rates / compare / accept, "
-                "which read it directly.",
-            )
-        )
-    root = found.path.resolve()
-    _add_new_tables(root)
+    root = found.uri if found.remote else str(found.path.resolve())
+    _add_new_tables(found)
     alternatives = resolve_rules(rules) if rules is not None else None  # type: ignore[arg-type]
     con = duckdb.connect(database)
     try:
-        _set_variable(con, "ocp_dataset", str(root))
+        if found.remote:  # S3 / Azure: read through the store's own client
+            con.register_filesystem(fsspec_filesystem(found))
+        _set_variable(con, "ocp_dataset", root)
         if as_of is not None:
             _set_variable(con, "ocp_as_of", resolve_as_of(as_of))
         _run_setup(con)
