@@ -9,7 +9,7 @@ Layout::
                                 Parquet parts named <batch_id>-<part>.parquet
 
 Each Parquet part is written under a temporary name and renamed into place
-(on S3: one PUT at its final key); a batch becomes visible only when its
+(in an object store: one PUT at its final key); a batch becomes visible only when its
 commit record appears in ``_batches/``, and readers read only the parts
 that committed records list.
 A crash at any point therefore leaves the dataset as it was before the
@@ -120,7 +120,7 @@ def locked(root: Store) -> Iterator[None]:
     """Hold the dataset's write lock (one ingest at a time).
 
     Local: an ``flock`` on ``.lock``, released by the kernel if the process
-    dies. S3: a ``.lock`` object created with a conditional PUT and deleted
+    dies. S3 / Azure: a ``.lock`` object created with a conditional PUT and deleted
     afterwards; one left by a killed process is reported with its owner.
     """
     if root.remote:
@@ -176,7 +176,7 @@ def read_commits(path: str | Path | Store) -> list[dict[str, Any]]:
 def commit(path: str | Path | Store, record: dict[str, Any]) -> None:
     """Make a batch visible: write its record atomically, last.
 
-    On S3 the record is created only if absent (a conditional PUT), so two
+    In an object store the record is created only if absent (a conditional PUT), so two
     writers can never both take the same ``seq``.
     """
     root = store(path)

@@ -2,8 +2,8 @@
 
 A source is a file (``.json``, ``.ndjson``, ``.jsonl``, each optionally
 ``.gz`` or ``.zst``), a folder (searched recursively for those; an empty
-folder is no source at all, not an error), a glob pattern, an S3 object or
-prefix (``s3://`` / ``s3a://``, read literally), or ``-`` for
+folder is no source at all, not an error), a glob pattern, an S3 or Azure
+object or prefix (``s3://``, ``abfss://``; read literally), or ``-`` for
 standard input (spooled to a temporary file first, so it can be hashed and
 re-read like any file). Two spellings of one file (``a.ndjson``,
 ``./a.ndjson``, its absolute path) are one source.
@@ -73,10 +73,10 @@ class Source:
     sha256: str
     resolved: str = ""  # the absolute, resolved path ("-" for stdin): re-ingest key
     error: str | None = None  # why the file cannot be read (one ``unreadable`` row)
-    remote: Store | None = None  # the object, for a source on S3 (``file`` is its key)
+    remote: Store | None = None  # the object, for a source in a store (``file``: its key)
 
     def open(self) -> IO[bytes]:
-        """The source's raw bytes (a local file or an S3 object)."""
+        """The source's raw bytes (a local file or an object)."""
         return self.remote.open() if self.remote is not None else self.file.open("rb")
 
     @property
@@ -133,7 +133,7 @@ def _source(display: str, file: Path) -> Source:
 
 
 def _remote_source(obj: Store) -> Source:
-    """A source on S3: shown and keyed by its URI."""
+    """A source in an object store: shown and keyed by its URI."""
     try:
         return Source(obj.uri, Path(obj.fs_path), obj.size(), _sha256(obj), obj.uri, None, obj)
     except OSError as exc:
@@ -142,7 +142,7 @@ def _remote_source(obj: Store) -> Source:
 
 
 def _remote_sources(text: str) -> list[Source]:
-    """The document files of an S3 object or prefix (literal: no patterns)."""
+    """The document files of an object or prefix (literal: no patterns)."""
     where = store(text)
     if where.is_file():
         return [_remote_source(where)]
@@ -152,7 +152,7 @@ def _remote_sources(text: str) -> list[Source]:
         hint(
             f"source {text!r} matches no object.",
             "give an object or a prefix holding .json/.ndjson/.jsonl objects (optionally "
-            ".gz or .zst); on S3 a path is literal, never a pattern.",
+            ".gz or .zst); in a store a path is literal, never a pattern.",
         )
     )
 

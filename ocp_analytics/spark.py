@@ -16,11 +16,12 @@ functions the one-machine engine calls, on its own share of the work.
 - Ingest (:func:`ingest`): the driver finds the sources (the package's
   ``find_sources``); one task per source file runs the package's reader,
   ``decode_texts`` and ``build_tables`` and writes the seven tables with the
-  package's writer into ``DATASET/_staging/BATCH/``, returning its file list.
-  The driver classifies run versions with the package's own rule, moves the
-  parts into the table folders and writes the commit record last: the batch
-  is visible only then. A failed or killed job leaves the dataset as it was;
-  the next ingest removes what it left and a rerun converges.
+  package's writer into ``DATASET/_staging/BATCH/`` (in an object store: at
+  the parts' final keys), returning its file list. The driver classifies run
+  versions with the package's own rule, moves staged parts into the table
+  folders and writes the commit record last: the batch is visible only then.
+  A failed or killed job leaves the dataset as it was; the next ingest
+  removes what it left and a rerun converges.
 
 Every public function takes an existing ``SparkSession`` (see :func:`session`
 for the settings this module expects). pyspark is optional: install it with
@@ -441,8 +442,8 @@ def write_acceptance(
         until=until,
         slice_runs=slice_runs,
     )
-    # Local: parts go to a hidden folder renamed to ``out`` at the end. S3 has no
-    # rename: each task PUTs its part at its final key (a retried attempt
+    # Local: parts go to a hidden folder renamed to ``out`` at the end. An object
+    # store has no rename: each task PUTs its part at its final key (a retried attempt
     # overwrites it with the same rows).
     folder = (
         target
@@ -624,7 +625,7 @@ class _IngestJob:
     """What every ingest task needs; shipped to executors (pickled)."""
 
     sources: list[Source]
-    staging: Store  # where tasks write parts: DATASET/_staging/BATCH/, or DATASET on S3
+    staging: Store  # where tasks write parts: DATASET/_staging/BATCH/, or DATASET in a store
     batch_id: str
     groups: list[list[int]] = field(default_factory=list)  # source indexes of each task
     bases: list[int] = field(default_factory=list)
@@ -739,11 +740,12 @@ def ingest(
     One task per source file runs the package's reader (so truncated
     streams, quarantine and findings are exactly as on one machine),
     ``decode_texts`` and ``build_tables``, and writes its parts into
-    ``DATASET/_staging/BATCH/`` with the package's writer. A first, cheaper
-    pass counts each source's documents so each task knows its ``doc_id``
-    base. The driver then applies the package's run-version rule (new,
-    replaced, unchanged, outranked) source by source, moves the parts into
-    the table folders and writes the commit record last. Until then readers
+    ``DATASET/_staging/BATCH/`` with the package's writer (in an object store,
+    which has no rename: at their final keys, unlisted until the commit). A
+    first, cheaper pass counts each source's documents so each task knows its
+    ``doc_id`` base. The driver then applies the package's run-version rule
+    (new, replaced, unchanged, outranked) source by source, moves staged parts
+    into the table folders and writes the commit record last. Until then readers
     see the dataset as it was; after a failure the next ingest removes the
     leftovers, and rerunning the same command converges without duplicates.
 
@@ -796,7 +798,7 @@ def _ingest_batch(
     """Build every source in Spark tasks, classify on the driver, commit last.
 
     Local parts are staged and moved into the table folders before the
-    commit; on S3 (no rename) tasks write them at their final keys, where
+    commit; in an object store (no rename) tasks write them at their final keys, where
     they stay invisible until the commit record lists them.
     """
     from ocp_analytics import dataset as D
@@ -1023,7 +1025,7 @@ def _commit(
 
 
 def _remove_unlisted(root: Store, batch_id: str, records: list[dict[str, Any]]) -> None:
-    """Delete this batch's parts that no commit lists (S3: failed or retried attempts)."""
+    """Delete this batch's parts that no commit lists (object stores: failed attempts)."""
     from ocp_analytics import schemas as S
 
     listed = {f for r in records for files in r["files"].values() for f in files}

@@ -18,7 +18,7 @@ import pytest
 import ocp_analytics as oa
 from ocp_analytics import dataset as D
 from ocp_analytics import schemas as S
-from ocp_analytics.exceptions import DatasetError
+from ocp_analytics.exceptions import DatasetError, SourceError
 from ocp_analytics.sql import connect
 from ocp_analytics.storage import store
 
@@ -70,6 +70,8 @@ def test_issue16_remote_sources_and_dataset_match_local(
     # sources already ingested are skipped: same URI, same content
     again = oa.ingest(f"{bucket}/in", f"{bucket}/polars.dataset")
     assert again.documents_read == 0 and not again.batches
+    with pytest.raises(SourceError, match="matches no object"):
+        oa.ingest(f"{bucket}/no-such-prefix", f"{bucket}/polars.dataset")
     # the engine reads the S3 dataset directly
     got = oa.rates(f"{bucket}/polars.dataset", "tests+review", as_of=AS_OF).collect()
     want = oa.rates(tmp_path / "local", "tests+review", as_of=AS_OF).collect()
