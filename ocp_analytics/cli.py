@@ -201,10 +201,7 @@ _SOURCES_HELP = "Files, folders, globs, s3:// or abfss:// objects and prefixes, 
 
 @app.command()
 def ingest(
-    sources: Annotated[
-        list[str],
-        typer.Argument(help=_SOURCES_HELP),
-    ],
+    sources: Annotated[list[str], typer.Argument(help=_SOURCES_HELP)],
     out: Annotated[
         str, typer.Option("--out", "-o", help="The dataset folder, or an s3:// or abfss:// prefix.")
     ],
@@ -263,10 +260,7 @@ def ingest(
 
 @app.command("ingest-events")
 def ingest_events(
-    sources: Annotated[
-        list[str],
-        typer.Argument(help=_SOURCES_HELP),
-    ],
+    sources: Annotated[list[str], typer.Argument(help=_SOURCES_HELP)],
     out: Annotated[
         str, typer.Option("--out", "-o", help="The dataset folder, or an s3:// or abfss:// prefix.")
     ],

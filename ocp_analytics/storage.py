@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -36,13 +37,15 @@ from ocp_analytics.exceptions import DatasetError, MissingExtraError, hint
 S3_SCHEMES = ("s3", "s3a", "s3n")
 AZURE_SCHEMES = ("abfss", "abfs")
 REMOTE = ("s3://", "abfss://")  # the schemes a Store's uri is written in
-# environment variable -> (pyarrow S3FileSystem argument, polars storage option)
+# environment variable -> (pyarrow S3FileSystem argument, polars storage option).
+# Where two variables give one setting the later one wins, as in the AWS SDKs:
+# AWS_REGION over AWS_DEFAULT_REGION, AWS_ENDPOINT_URL_S3 over AWS_ENDPOINT_URL.
 _S3_ENV = {
     "AWS_ACCESS_KEY_ID": ("access_key", "aws_access_key_id"),
     "AWS_SECRET_ACCESS_KEY": ("secret_key", "aws_secret_access_key"),
     "AWS_SESSION_TOKEN": ("session_token", "aws_session_token"),
-    "AWS_REGION": ("region", "aws_region"),
     "AWS_DEFAULT_REGION": ("region", "aws_region"),
+    "AWS_REGION": ("region", "aws_region"),
     "AWS_ENDPOINT_URL": ("endpoint_override", "aws_endpoint_url"),
     "AWS_ENDPOINT_URL_S3": ("endpoint_override", "aws_endpoint_url"),
 }
@@ -52,6 +55,25 @@ _AZURE_ENV = {
     "AZURE_STORAGE_SAS_TOKEN": "azure_storage_sas_token",
     "AZURE_STORAGE_ENDPOINT": "azure_storage_endpoint",  # emulators, sovereign clouds
 }
+
+
+def _s3_settings(options: tuple[tuple[str, str], ...], column: int) -> dict[str, str]:
+    """The S3 settings as pyarrow (``column`` 0) or polars (1) names them, precedence applied."""
+    return {_S3_ENV[env][column]: value for env, value in options}
+
+
+def _needs(package: str, why: str, extra: str) -> MissingExtraError:
+    return MissingExtraError(
+        hint(f"{why} needs {package}.", f"pip install 'ocp-analytics[{extra}]'")
+    )
+
+
+def _synced(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` and flush it to disk."""
+    with path.open("wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def _unsupported(text: str, scheme: str) -> DatasetError:
@@ -141,10 +163,9 @@ class Store:
 
     def child(self, *parts: str) -> Store:
         """The store ``parts`` below this one."""
-        base = self.uri.rstrip("/") if self.remote else self.uri
         if self.remote:
-            return Store("/".join([base, *parts]), self.options)
-        return Store(str(Path(base, *parts)), self.options)
+            return Store("/".join([self.uri.rstrip("/"), *parts]), self.options)
+        return Store(str(Path(self.uri, *parts)), self.options)
 
     def __str__(self) -> str:
         return self.uri
@@ -173,11 +194,7 @@ class Store:
             if found.get("AZURE_STORAGE_ENDPOINT", "").startswith("http://"):
                 out["azure_allow_http"] = "true"
             return out
-        out = {}
-        for key, value in self.options:
-            for env, (_, polars_key) in _S3_ENV.items():
-                if key == env:
-                    out[polars_key] = value
+        out = _s3_settings(self.options, 1)
         if out.get("aws_endpoint_url", "").startswith("http://"):
             out["aws_allow_http"] = "true"
         return out
@@ -205,7 +222,11 @@ class Store:
 
     def exists(self) -> bool:
         """True when a file or folder is there."""
-        return self.is_file() or self.is_dir()
+        if not self.remote:
+            return self.path.exists()
+        from pyarrow.fs import FileType
+
+        return bool(self._info().type != FileType.NotFound)
 
     def size(self) -> int:
         """The file's size in bytes."""
@@ -262,10 +283,7 @@ class Store:
                 f.write(data)
             return
         tmp = self.path.with_name(f".{self.path.name}.tmp")
-        with tmp.open("wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        _synced(tmp, data)
         os.replace(tmp, self.path)
 
     def write_parquet(self, table: pa.Table, *, temporary: str = "") -> None:
@@ -277,7 +295,8 @@ class Store:
             pq.write_table(table, self.fs_path, compression="zstd", filesystem=self.filesystem)
             return
         tmp = self.path.with_name(temporary or f".{self.path.name}.tmp")
-        pq.write_table(table, tmp, compression="zstd")
+        with tmp.open("wb") as f:  # a file, not a name: pyarrow would read "a:b" as a URI
+            pq.write_table(table, f, compression="zstd")
         os.replace(tmp, self.path)
 
     def create_exclusive(self, data: bytes) -> bool:
@@ -291,10 +310,7 @@ class Store:
         if self.remote:
             return _s3_put_if_absent(self, data)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        with tmp.open("wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        _synced(tmp, data)
         try:
             os.link(tmp, self.path)
         except FileExistsError:
@@ -338,18 +354,17 @@ def store(path: str | Path | Store) -> Store:
     if isinstance(path, Store):
         return path
     text = str(path)
+    scheme = "" if isinstance(path, Path) else _scheme(text)
+    if not scheme:
+        return Store(text)
     parsed = urlparse(text)
-    scheme = parsed.scheme.lower()
     if scheme == "file":
         return Store(unquote(parsed.path))
     if scheme in S3_SCHEMES:
         if not parsed.netloc:
             raise DatasetError(hint(f"{text!r} names no bucket.", "write s3://BUCKET/PREFIX."))
-        key = parsed.path.strip("/")
-        uri = f"s3://{parsed.netloc}" + (f"/{key}" if key else "")
-        options = tuple((k, os.environ[k]) for k in _S3_ENV if os.environ.get(k))
-        return Store(uri, options)
-    if scheme in AZURE_SCHEMES:
+        head, env = "s3", tuple(_S3_ENV)
+    elif scheme in AZURE_SCHEMES:
         container, at, host = parsed.netloc.partition("@")
         if not (at and container and host):
             raise DatasetError(
@@ -358,13 +373,29 @@ def store(path: str | Path | Store) -> Store:
                     "write abfss://CONTAINER@ACCOUNT.dfs.core.windows.net/PREFIX.",
                 )
             )
-        key = parsed.path.strip("/")
-        uri = f"abfss://{parsed.netloc}" + (f"/{key}" if key else "")
-        options = tuple((k, os.environ[k]) for k in _AZURE_ENV if os.environ.get(k))
-        return Store(uri, options)
-    if len(scheme) > 1:  # one letter: a Windows drive
+        head, env = "abfss", tuple(_AZURE_ENV)
+    else:
         raise _unsupported(text, scheme)
-    return Store(text)
+    key = parsed.path.strip("/")
+    uri = f"{head}://{parsed.netloc}" + (f"/{key}" if key else "")
+    return Store(uri, tuple((k, os.environ[k]) for k in env if os.environ.get(k)))
+
+
+def _scheme(text: str) -> str:
+    """The scheme of ``scheme://…`` (or ``file:``), lower case; "" for a local path.
+
+    Only a scheme followed by ``://`` counts, so a local name holding a colon
+    (``run:1.dataset``, ``C:\\data``) stays a path.
+
+    Examples
+    --------
+    >>> _scheme("S3A://b/k"), _scheme("run:1.dataset"), _scheme("file:/tmp/x"), _scheme("a/b")
+    ('s3a', '', 'file', '')
+    """
+    if text[:5].lower() == "file:":
+        return "file"
+    head, sep, _ = text.partition("://")
+    return head.lower() if sep and re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]+", head) else ""
 
 
 def is_remote(path: str | Path) -> bool:
@@ -375,20 +406,18 @@ def is_remote(path: str | Path) -> bool:
     >>> is_remote("s3a://b/k"), is_remote("runs.dataset"), is_remote("file:///x")
     (True, False, False)
     """
-    return urlparse(str(path)).scheme.lower() in (*S3_SCHEMES, *AZURE_SCHEMES)
+    scheme = "" if isinstance(path, Path) else _scheme(str(path))
+    return scheme in (*S3_SCHEMES, *AZURE_SCHEMES)
 
 
 @cache
 def _s3_filesystem(options: tuple[tuple[str, str], ...]) -> Any:
     from pyarrow.fs import S3FileSystem
 
-    kwargs: dict[str, Any] = {}
-    for env, value in options:
-        arg = _S3_ENV[env][0]
-        if arg == "endpoint_override" and "://" in value:
-            scheme, _, value = value.partition("://")
-            kwargs["scheme"] = scheme
-        kwargs[arg] = value
+    kwargs: dict[str, Any] = _s3_settings(options, 0)
+    endpoint = kwargs.get("endpoint_override", "")
+    if "://" in endpoint:
+        kwargs["scheme"], _, kwargs["endpoint_override"] = endpoint.partition("://")
     return S3FileSystem(**kwargs)
 
 
@@ -397,21 +426,16 @@ def _s3_put_if_absent(target: Store, data: bytes) -> bool:
         import boto3
         from botocore.exceptions import ClientError
     except ImportError as exc:
-        raise MissingExtraError(
-            hint(
-                "writing a dataset on S3 needs boto3 (for the conditional PUT of "
-                "the commit record and the lock).",
-                "pip install 'ocp-analytics[s3]'",
-            )
-        ) from exc
-    opts = dict(target.options)
+        why = "writing a dataset on S3 (the conditional PUT of the commit record and the lock)"
+        raise _needs("boto3", why, "s3") from exc
+    found = _s3_settings(target.options, 0)
     client = boto3.client(
         "s3",
-        aws_access_key_id=opts.get("AWS_ACCESS_KEY_ID"),
-        aws_secret_access_key=opts.get("AWS_SECRET_ACCESS_KEY"),
-        aws_session_token=opts.get("AWS_SESSION_TOKEN"),
-        region_name=opts.get("AWS_REGION") or opts.get("AWS_DEFAULT_REGION"),
-        endpoint_url=opts.get("AWS_ENDPOINT_URL_S3") or opts.get("AWS_ENDPOINT_URL"),
+        aws_access_key_id=found.get("access_key"),
+        aws_secret_access_key=found.get("secret_key"),
+        aws_session_token=found.get("session_token"),
+        region_name=found.get("region"),
+        endpoint_url=found.get("endpoint_override"),
     )
     bucket, _, key = target.fs_path.partition("/")
     try:
@@ -451,13 +475,8 @@ def _azure_put_if_absent(target: Store, data: bytes) -> bool:
         from azure.core.exceptions import ResourceExistsError
         from azure.storage.blob import BlobServiceClient
     except ImportError as exc:
-        raise MissingExtraError(
-            hint(
-                "writing a dataset on Azure needs azure-storage-blob (for the "
-                "conditional PUT of the commit record and the lock).",
-                "pip install 'ocp-analytics[azure]'",
-            )
-        ) from exc
+        why = "writing a dataset on Azure (the conditional PUT of the commit record and the lock)"
+        raise _needs("azure-storage-blob", why, "azure") from exc
     found = dict(target.options)
     account = target._account
     url = found.get("AZURE_STORAGE_ENDPOINT") or f"https://{account}.blob.core.windows.net"
@@ -484,26 +503,15 @@ def fsspec_filesystem(where: Store) -> Any:
         from fsspec.implementations.arrow import ArrowFSWrapper
     except ImportError as exc:
         extra = "azure" if where.azure else "s3"
-        raise MissingExtraError(
-            hint(
-                "SQL over a dataset in an object store needs fsspec.",
-                f"pip install 'ocp-analytics[{extra}]'",
-            )
-        ) from exc
-
-    azure = where.azure
+        raise _needs("fsspec", "SQL over a dataset in an object store", extra) from exc
 
     class _Store(ArrowFSWrapper):
-        protocol = "abfss" if azure else "s3"
+        protocol = "abfss" if where.azure else "s3"
 
         @classmethod
         def _strip_protocol(cls, path: Any) -> Any:
-            text = str(path)
-            for head in ("abfss://", "s3://"):
-                text = text.removeprefix(head)
-            if azure:  # container@account.dfs.core.windows.net/key -> container/key
-                first, sep, rest = text.partition("/")
-                text = first.split("@", 1)[0] + sep + rest
-            return text.rstrip("/")
+            # DuckDB passes back what a glob returned (``bucket/key``) or a URI;
+            # both are named as pyarrow names them (see Store.fs_path).
+            return Store(str(path)).fs_path.rstrip("/")
 
     return _Store(where.filesystem)

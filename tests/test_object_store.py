@@ -119,3 +119,29 @@ def test_issue16_other_schemes_are_refused_with_a_hint(tmp_path: Path) -> None:
         with pytest.raises(DatasetError, match="mount the store"):
             oa.ingest(DATA / "examples", uri)
     assert store(f"file://{tmp_path}/a%20b").path == tmp_path / "a b"
+
+
+def test_issue16_a_local_name_with_a_colon_is_a_path(tmp_path: Path, monkeypatch) -> None:
+    """Only ``scheme://`` is a URI: ``run:2026-12-03.dataset`` is a folder name."""
+    monkeypatch.chdir(tmp_path)
+    assert not store("run:2026-12-03.dataset").remote
+    summary = oa.ingest(DATA / "examples" / "v0.3", "run:2026-12-03.dataset")
+    assert summary.runs_new == 7 and (tmp_path / "run:2026-12-03.dataset" / D.MARKER).is_file()
+    query = "SELECT rule, runs, accepted FROM rates ORDER BY rule"
+    got = connect("run:2026-12-03.dataset", rules="tests+review", as_of=AS_OF).sql(query)
+    assert got.fetchall() == [("recorded", 7, 7), ("tests+review", 7, 4)]
+
+
+def test_issue16_s3_settings_follow_the_sdk_precedence(monkeypatch) -> None:
+    """AWS_REGION over AWS_DEFAULT_REGION, AWS_ENDPOINT_URL_S3 over AWS_ENDPOINT_URL."""
+    for key, value in {
+        "AWS_DEFAULT_REGION": "eu-west-1",
+        "AWS_REGION": "us-east-2",
+        "AWS_ENDPOINT_URL": "http://general:1",
+        "AWS_ENDPOINT_URL_S3": "http://s3only:2",
+    }.items():
+        monkeypatch.setenv(key, value)
+    options = store("s3://b/ds").storage_options() or {}
+    assert options["aws_region"] == "us-east-2"
+    assert options["aws_endpoint_url"] == "http://s3only:2"
+    assert options["aws_allow_http"] == "true"
