@@ -29,6 +29,7 @@ from ocp_analytics.features import (
     ASSERTED,
     ATTEMPT_FIELDS,
     FAIL,
+    LINK_COLUMNS,
     PASS,
     TIER_RANK,
     UNKNOWN,
@@ -37,9 +38,11 @@ from ocp_analytics.features import (
     event_rows,
     latest_scores,
     latest_verdicts,
+    link_attempts,
     matched_events,
     placed,
     score_state,
+    unlinked,
     window_open,
 )
 from ocp_analytics.rules import DEFAULT_EXCLUDES, DEFAULT_WINDOW_DAYS, RECORDED, Rule
@@ -613,16 +616,23 @@ def decide(
     compiled = list(rules) + (own[0] if own else [])
     c = _Compiled(compiled)
     exploded = recorded and own is None  # every name may be needed
-    positions = attempt_positions(attempts)
+    # The attempt each signal names is stored at ingest; signals read without
+    # the link columns (parts written before them) are linked here.
+    linked = set(LINK_COLUMNS) <= set(signals.collect_schema().names())
     run_query = runs.select("doc_id", "run_id", "ended_at", *carry)
     if own is not None:
         run_query = run_query.join(own[1].lazy(), on="doc_id", how="left")
+    positions = attempt_positions(attempts)  # read only when some signal is not linked
+
+    def link(latest: pl.LazyFrame) -> pl.LazyFrame:
+        return latest if linked else link_attempts(latest, positions)
+
     queries = [
         run_query,
-        placed(latest_verdicts(signals, None if exploded else c.verdicts), positions)
+        link(latest_verdicts(signals, None if exploded else c.verdicts))
         if exploded or c.verdicts
         else None,
-        placed(latest_scores(signals, None if exploded else c.scores), positions)
+        link(latest_scores(signals, None if exploded else c.scores))
         if exploded or c.scores
         else None,
     ]
@@ -638,6 +648,12 @@ def decide(
     verdicts = next(it) if queries[1] is not None else None
     scores = next(it) if queries[2] is not None else None
     events = _event_columns(next(it), c) if c.event_sets else None
+    docs = unlinked(verdicts, scores)
+    held = None
+    if docs is not None:  # old parts beside new ones: link their runs only
+        held = attempt_positions(attempts.join(docs.lazy(), on="doc_id", how="semi")).collect()
+    verdicts = placed(verdicts, held) if verdicts is not None else None
+    scores = placed(scores, held) if scores is not None else None
     wide = _wide(run_rows, verdicts, scores, events, c).lazy()
     frames: list[pl.LazyFrame] = []
     if exploded:

@@ -32,6 +32,7 @@ from typing import Any
 import orjson
 import polars as pl
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from ocp_analytics import schemas as S
 from ocp_analytics.exceptions import DatasetError, hint
@@ -42,6 +43,9 @@ MARKER = "ocp-dataset.json"
 BATCHES = "_batches"
 SCHEMA_DIR = "_schema"  # one empty Parquet file per table, for SQL readers
 STAGING = "_staging"  # parts of a Spark ingest before its commit
+# In the commit record of every batch written since the signals table carries
+# the attempt each signal names (features.LINK_COLUMNS).
+SIGNAL_LINKS = "signal_links"
 
 
 def write_parquet_atomic(table: pa.Table, path: str | Path | Store) -> None:
@@ -71,6 +75,11 @@ def _is_unfinished(root: Store) -> bool:
     return not root.child(BATCHES).names()
 
 
+def _columns(file: Store) -> list[str]:
+    with file.open() as f:
+        return pq.read_schema(f).names
+
+
 def create(path: str | Path | Store) -> Store:
     """Create an empty dataset folder (or return an existing one).
 
@@ -95,7 +104,10 @@ def create(path: str | Path | Store) -> Store:
         root.child(name).mkdir()
     for table, schema in S.TABLES.items():
         empty = root.child(SCHEMA_DIR, f"{table}.parquet")
-        if not empty.is_file():
+        if not empty.is_file() or _columns(empty) != schema.names:
+            # a dataset made by an earlier version gets today's columns: DuckDB
+            # reads every listed file with the columns of the first and
+            # refuses a file (this one, listed last) that lacks one of them
             write_parquet_atomic(schema.empty_table(), empty)
     if not is_dataset(root):
         root.child(MARKER).write_bytes(orjson.dumps(FORMAT))
@@ -181,7 +193,7 @@ def commit(path: str | Path | Store, record: dict[str, Any]) -> None:
     """
     root = store(path)
     target = root.child(BATCHES, f"{record['seq']:08d}.json")
-    data = orjson.dumps(record, option=orjson.OPT_INDENT_2)
+    data = orjson.dumps({**record, SIGNAL_LINKS: True}, option=orjson.OPT_INDENT_2)
     if not root.remote:
         target.write_bytes(data)
     elif not target.create_exclusive(data):
@@ -231,6 +243,8 @@ class Dataset:
     # Every committed row, superseded run versions included (same as frames
     # when nothing was superseded); for readers that filter versions themselves.
     scans: dict[str, pl.LazyFrame] = field(default_factory=dict)
+    # seq of every batch with signals -> whether its signals carry the attempt link
+    signal_links: dict[int, bool] = field(default_factory=dict)
 
     def __getitem__(self, name: str) -> pl.LazyFrame:
         return self.frames[name]
@@ -249,6 +263,10 @@ def _scan(root: Store, files: list[str], table: str) -> pl.LazyFrame:
     return pl.scan_parquet(
         [root.child(f).uri for f in files],
         schema=S.polars_schema(table),
+        # parts written before a column existed read it as null; a column
+        # this version does not know (a newer writer's) is left out
+        missing_columns="insert",
+        extra_columns="ignore",
         glob=False,
         storage_options=root.storage_options(),
     )
@@ -281,7 +299,8 @@ def scan_dataset(path: str | Path | Store) -> Dataset:
         current = scans["runs"].group_by("run_id").agg(pl.col("doc_id").max()).select("doc_id")
         for t in S.RUN_TABLES:
             frames[t] = scans[t].join(current, on="doc_id", how="semi")
-    return Dataset(root, frames, manifest_frame(records), scans)
+    links = {r["seq"]: bool(r.get(SIGNAL_LINKS)) for r in records if r["files"].get("signals")}
+    return Dataset(root, frames, manifest_frame(records), scans, links)
 
 
 _MANIFEST_SCHEMA = {

@@ -20,6 +20,7 @@ import polars as pl
 from ocp_analytics.acceptance import OUTPUT_SCHEMA, decide
 from ocp_analytics.dataset import Dataset, scan_dataset
 from ocp_analytics.exceptions import OcpAnalyticsError, hint
+from ocp_analytics.features import LINK_COLUMNS
 from ocp_analytics.rules import Rule
 from ocp_analytics.timeaxis import in_window
 
@@ -105,17 +106,36 @@ def empty_decisions(runs: pl.LazyFrame, carry: Sequence[pl.Expr] = ()) -> pl.Dat
     return pl.DataFrame(schema={**OUTPUT_SCHEMA, **carried})
 
 
-def open_tables(dataset: object) -> tuple[Tables, pl.DataFrame | None, Tables | None]:
-    """The tables of ``dataset``, its manifest, and its unfiltered scans.
+def open_tables(
+    dataset: object,
+) -> tuple[Tables, pl.DataFrame | None, Tables | None, Mapping[int, bool]]:
+    """The tables of ``dataset``, its manifest, its unfiltered scans and signal links.
 
     The scans are given only when some run versions were superseded (the
-    tables then filter them out); in-memory tables have no manifest.
+    tables then filter them out); in-memory tables have no manifest. The
+    last item maps the ``seq`` of each batch with signals to whether they
+    carry the attempt link (:attr:`Dataset.signal_links`).
     """
     if isinstance(dataset, Mapping):
-        return {k: v.lazy() for k, v in dataset.items()}, None, None
+        return {k: v.lazy() for k, v in dataset.items()}, None, None, {}
     ds = dataset if isinstance(dataset, Dataset) else scan_dataset(dataset)  # type: ignore[arg-type]
     superseded = any(ds.frames[t] is not ds.scans.get(t, ds.frames[t]) for t in ds.frames)
-    return ds.frames, ds.manifest, ds.scans if superseded else None
+    return ds.frames, ds.manifest, ds.scans if superseded else None, ds.signal_links
+
+
+def without_absent_links(
+    tables: Tables, links: Mapping[int, bool], lo: int = 0, hi: int = _LAST_ID
+) -> Tables:
+    """``tables`` without the signals' link columns when no batch of ``[lo, hi)`` wrote them.
+
+    Parts written before the link read it as null; with the columns gone,
+    :func:`~ocp_analytics.acceptance.decide` links every signal from the
+    attempts in its one pass, as it did before the link was stored.
+    """
+    seqs = [s for s in links if lo >> 32 <= s <= (hi - 1) >> 32]
+    if not seqs or any(links[s] for s in seqs):
+        return tables
+    return {**tables, "signals": tables["signals"].drop(LINK_COLUMNS)}
 
 
 def doc_ranges(manifest: pl.DataFrame | None, size: int = SLICE_RUNS) -> list[tuple[int, int]]:
@@ -165,10 +185,10 @@ def slices(dataset: object, size: int = SLICE_RUNS) -> Iterator[Tables]:
     versions are found once (a usually short list of ids) and removed from
     each slice, so no slice reads the whole dataset.
     """
-    frames, manifest, scans = open_tables(dataset)
+    frames, manifest, scans, links = open_tables(dataset)
     ranges = doc_ranges(manifest, size)
     if len(ranges) <= 1:
-        yield frames
+        yield without_absent_links(frames, links)
         return
     if "events" in frames:  # read once, not once a slice: every slice matches against all
         held = frames["events"].select(_EVENT_COLUMNS).collect().lazy()
@@ -188,7 +208,7 @@ def slices(dataset: object, size: int = SLICE_RUNS) -> Iterator[Tables]:
             old = stale.filter(keep).lazy()
             for t in SLICED_TABLES:
                 part[t] = part[t].join(old, on="doc_id", how="anti")
-        yield part
+        yield without_absent_links(part, links, lo, hi)
 
 
 def windowed(tables: Tables, since: datetime | None, until: datetime | None) -> Tables:

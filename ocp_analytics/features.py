@@ -24,6 +24,13 @@ ASSERTED = TIER_RANK["asserted"]  # the weakest tier's rank
 _LATEST_KEYS = ["observed_at", "sig_idx"]  # unknown time sorts first (§4)
 # The deciding attempt of a part: its id, position, n and round (§8).
 ATTEMPT_FIELDS = {"at_attempt": "aid", "pos": "apos", "n": "an", "round": "ar"}
+# The attempt a signal names (``at_attempt``), stored in the signals table at
+# ingest because it depends only on the document: the attempt's place (0 when
+# ``at_attempt`` names no attempt of the run), its ``n`` and its round (§8).
+# Null in parts written before the link was stored; :func:`placed` computes
+# those from the attempts.
+LINK_FIELDS = {"pos": "attempt_pos", "n": "attempt_n", "round": "attempt_round"}
+LINK_COLUMNS = tuple(LINK_FIELDS.values())
 
 
 def tier_rank(col: pl.Expr) -> pl.Expr:
@@ -80,13 +87,14 @@ def score_state(value: pl.Expr, target: pl.Expr | float, lower: pl.Expr | bool) 
 
 
 def _latest(signals: pl.LazyFrame, kind: pl.Expr, names: Sequence[str] | None) -> pl.LazyFrame:
-    """(doc_id, name) → the latest signal's value columns, tier rank and at_attempt (§4)."""
+    """(doc_id, name) → the latest signal's value columns, tier rank and attempt link (§4)."""
     s = signals.filter(kind)
     if names is not None:
         s = s.filter(pl.col("name").is_in(list(names)))
     # One sort, then the last row of each (run, name): 35-40 % less CPU than
     # a group-by sorting each group (measured at 400k runs, same rows).
-    cols = ["doc_id", "name", "value_text", "value_num", "at_attempt", "tier", *_LATEST_KEYS]
+    link = _links(signals)
+    cols = ["doc_id", "name", "value_text", "value_num", *link, "tier", *_LATEST_KEYS]
     return (
         s.select(cols)
         .sort(["doc_id", "name", *_LATEST_KEYS])
@@ -96,31 +104,37 @@ def _latest(signals: pl.LazyFrame, kind: pl.Expr, names: Sequence[str] | None) -
             "name",
             "value_text",
             "value_num",
-            "at_attempt",
+            *link,
             tier_rank(pl.col("tier")).alias("rank"),
         )
     )
 
 
 def latest_verdicts(signals: pl.LazyFrame, names: Sequence[str] | None = None) -> pl.LazyFrame:
-    """(doc_id, name) → ``state``, ``rank`` and ``at_attempt`` of the latest verdict.
+    """(doc_id, name) → ``state``, ``rank``, ``at_attempt`` and link of the latest verdict.
 
     Whatever its value, the latest verdict of a name counts (§4).
     """
-    return _latest(signals, pl.col("kind") == "verdict", names).select(
-        "doc_id", "name", verdict_state(pl.col("value_text")).alias("state"), "rank", "at_attempt"
-    )
+    latest = _latest(signals, pl.col("kind") == "verdict", names)
+    state = verdict_state(pl.col("value_text")).alias("state")
+    return latest.select("doc_id", "name", state, "rank", *_links(latest))
 
 
 def latest_scores(signals: pl.LazyFrame, names: Sequence[str] | None = None) -> pl.LazyFrame:
-    """(doc_id, name) → ``value``, ``rank`` and ``at_attempt`` of the latest numeric score.
+    """(doc_id, name) → ``value``, ``rank``, ``at_attempt`` and link of the latest numeric score.
 
     Only JSON numbers count, so a later null score does not hide a measured one (§4).
     """
     kind = (pl.col("kind") == "score") & pl.col("value_num").is_not_null()
-    return _latest(signals, kind, names).select(
-        "doc_id", "name", pl.col("value_num").alias("value"), "rank", "at_attempt"
-    )
+    latest = _latest(signals, kind, names)
+    value = pl.col("value_num").alias("value")
+    return latest.select("doc_id", "name", value, "rank", *_links(latest))
+
+
+def _links(frame: pl.LazyFrame) -> list[str]:
+    """``at_attempt`` and the link columns ``frame`` has."""
+    have = set(frame.collect_schema().names())
+    return ["at_attempt", *(c for c in LINK_COLUMNS if c in have)]
 
 
 def _place(*keys: str) -> pl.Expr:
@@ -165,16 +179,59 @@ def attempt_positions(attempts: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-def placed(latest: pl.LazyFrame, positions: pl.LazyFrame) -> pl.LazyFrame:
+def link_attempts(signals: pl.LazyFrame, positions: pl.LazyFrame) -> pl.LazyFrame:
+    """``signals`` with the link columns of the attempt each names (§8).
+
+    ``positions`` is :func:`attempt_positions` of the same runs' attempts.
+
+    Examples
+    --------
+    >>> sig = pl.LazyFrame({"doc_id": [7, 7, 7], "at_attempt": ["b", "zz", None]})
+    >>> pos = pl.LazyFrame({"doc_id": [7], "at_attempt": ["b"], "pos": [2], "n": [1],
+    ...                     "round": [None]})
+    >>> link_attempts(sig, pos).collect().rows()
+    [(7, 'b', 2, 1, None), (7, 'zz', 0, None, None), (7, None, 0, None, None)]
+    """
+    have = set(signals.collect_schema().names())
+    return (
+        signals.drop([c for c in LINK_COLUMNS if c in have])
+        .join(
+            positions.rename(LINK_FIELDS),
+            on=["doc_id", "at_attempt"],
+            how="left",
+            maintain_order="left",
+        )
+        .with_columns(pl.col("attempt_pos").fill_null(0).cast(pl.Int32))
+    )
+
+
+def unlinked(*latest: pl.DataFrame | None) -> pl.DataFrame | None:
+    """The ``doc_id`` of latest-signal rows read from parts without the link, or None."""
+    frames = [f for f in latest if f is not None and f.get_column("attempt_pos").has_nulls()]
+    if not frames:
+        return None
+    return pl.concat(
+        [f.filter(pl.col("attempt_pos").is_null()).select("doc_id") for f in frames]
+    ).unique()
+
+
+def placed(latest: pl.DataFrame, positions: pl.DataFrame | None = None) -> pl.DataFrame:
     """Latest signals with their attempt's ``apos``, ``aid``, ``an``, ``ar`` (§8).
 
-    ``aid`` is null unless ``at_attempt`` names an attempt of the run.
+    ``aid`` is null unless ``at_attempt`` names an attempt of the run. Rows
+    whose link is null (parts written before it was stored) are linked
+    through ``positions`` (:func:`attempt_positions` of at least their runs).
     """
-    return (
-        latest.join(positions, on=["doc_id", "at_attempt"], how="left")
-        .with_columns(pl.when(pl.col("pos").is_not_null()).then(pl.col("at_attempt")))
-        .rename(ATTEMPT_FIELDS)
-    )
+    if positions is not None:
+        missing = pl.col("attempt_pos").is_null()
+        relinked = link_attempts(latest.lazy().filter(missing), positions.lazy()).collect()
+        latest = pl.concat([latest.filter(~missing), relinked.select(latest.columns)])
+    named = pl.col("attempt_pos") > 0
+    source = {"at_attempt": pl.col("at_attempt"), **{k: pl.col(c) for k, c in LINK_FIELDS.items()}}
+    return latest.with_columns(
+        pl.when(named).then(source[k].cast(pl.Int64) if k == "pos" else source[k]).alias(out)
+        for k, out in ATTEMPT_FIELDS.items()
+    ).drop("at_attempt", *LINK_COLUMNS)
 
 
 COMMIT_KINDS = ("commit", "merge")

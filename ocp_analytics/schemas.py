@@ -216,6 +216,11 @@ SIGNALS = pa.schema(
         pa.field("target", F64),
         pa.field("scale", STR),
         pa.field("at_attempt", STR),
+        # the attempt at_attempt names (SEMANTICS §8), linked at ingest:
+        # its place (0: none of the run's attempts), n and round
+        pa.field("attempt_pos", pa.int32()),
+        pa.field("attempt_n", I64),
+        pa.field("attempt_round", I64),
         pa.field("observed_at", TS),
         pa.field("observed_at_raw", STR),
         pa.field("source_kind", STR),

@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from ocp_analytics import schemas as S
 from ocp_analytics.decode import Decoded, json_type, member_path, parse_json
+from ocp_analytics.features import attempt_positions, link_attempts
 from ocp_analytics.rules import rule_row
 
 # Seconds 00-59: a leap second (":60") is no instant Python or SEMANTICS §2 reads.
@@ -654,6 +655,7 @@ def build_tables(dec: Decoded, meta: ChunkMeta, doc_id_base: int, batch_id: str)
     )
     signals, f_sig = _signals(lazy_docs)
     attempts, f_att = _attempts(lazy_docs)
+    signals = _cast(link_attempts(signals, attempt_positions(attempts)), "signals")
     artifacts, f_art = _artifacts(lazy_docs)
     slow = _slow_findings(dec, lazy_docs)
     findings = pl.concat(

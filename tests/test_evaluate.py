@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import itertools
 import json
+import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 
+import duckdb
 import polars as pl
 import pyarrow.parquet as pq
 import pytest
 from polars.testing import assert_frame_equal
 
 import ocp_analytics as oa
-from ocp_analytics.evaluate import doc_ranges, open_tables
+from ocp_analytics.dataset import read_commits
+from ocp_analytics.evaluate import doc_ranges, evaluate_slice, open_tables, slices
+from ocp_analytics.features import attempt_positions, link_attempts
 from ocp_analytics.rates import flips_from
 from tests.conftest import AS_OF, EXAMPLES
 
@@ -81,3 +86,96 @@ def test_sliced_evaluation_matches_late_events_in_every_slice(tmp_path: Path) ->
     sliced = pl.read_parquet(out).sort("run_id", "rule")
     assert_frame_equal(sliced, whole, check_dtypes=False)
     assert whole.filter(pl.col("reasons").list.contains("late:revert")).height >= 1
+
+
+# --- the attempt each signal names, stored at ingest (#12) -------------------
+
+_LINKS = ["attempt_pos", "attempt_n", "attempt_round"]
+
+
+def test_issue12_ingest_stores_the_attempt_each_signal_names(
+    generated: tuple[Path, Path],
+) -> None:
+    """The stored link equals the attempt positions computed from the attempts (§8)."""
+    ds, _ = generated
+    t = oa.scan_dataset(ds)
+    signals = t.signals.select("doc_id", "sig_idx", "at_attempt", *_LINKS).collect()
+    want = link_attempts(signals.drop(_LINKS).lazy(), attempt_positions(t.attempts)).collect()
+    assert_frame_equal(signals.sort("doc_id", "sig_idx"), want.sort("doc_id", "sig_idx"))
+    # the generated runs name attempts of their own, and some name none
+    assert signals.filter(pl.col("attempt_pos") > 0).height > 1000
+    assert signals.filter(pl.col("attempt_pos") == 0).height > 0
+    assert signals.get_column("attempt_pos").null_count() == 0
+
+
+def test_issue12_stored_links_leave_the_attempts_table_unread(
+    generated: tuple[Path, Path],
+) -> None:
+    """With every link stored, evaluation needs no attempt rows: same decisions without them."""
+    ds, rules = generated
+    t = oa.scan_dataset(ds)
+    tables = {k: t[k].collect() for k in ("runs", "signals", "attempts", "rules")}
+    alt = oa.read_rules_file(rules)
+    as_of = datetime(2027, 1, 1, tzinfo=UTC)
+    want = evaluate_slice(tables, alt, as_of).sort("run_id", "rule")
+    no_attempts = {**tables, "attempts": tables["attempts"].head(0)}
+    assert_frame_equal(evaluate_slice(no_attempts, alt, as_of).sort("run_id", "rule"), want)
+    assert want.filter(pl.col("attempts_to_acceptance") > 1).height > 100
+
+
+def _strip_links(ds: Path, seqs: set[int]) -> None:
+    """Make batches ``seqs`` and the schema file look written before the link was stored."""
+    files = [f for r in read_commits(ds) if r["seq"] in seqs for f in r["files"]["signals"]]
+    for part in [*(ds / f for f in files), ds / "_schema" / "signals.parquet"]:
+        table = pq.read_table(part)
+        pq.write_table(table.drop_columns([c for c in _LINKS if c in table.column_names]), part)
+    for seq in seqs:
+        record = ds / "_batches" / f"{seq:08d}.json"
+        old = {k: v for k, v in json.loads(record.read_text()).items() if k != "signal_links"}
+        record.write_text(json.dumps(old))
+
+
+def test_issue12_datasets_written_before_the_link_evaluate_the_same(
+    generated: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Old parts (no link columns) beside new ones: the engine links them from the attempts.
+
+    Every slice mixes old and new parts; the SQL views read the mixed dataset
+    too, and the next ingest gives the dataset's schema files today's columns.
+    """
+    ds, rules = generated
+    want = oa.acceptance(ds, rules, as_of=AS_OF).collect().sort("run_id", "rule")
+    mixed = tmp_path / "mixed"
+    shutil.copytree(ds, mixed)
+    _strip_links(mixed, {1, 3})
+    scans = oa.scan_dataset(mixed)
+    assert scans.signals.select(pl.col("attempt_pos").null_count()).collect().item() > 0
+    got = oa.acceptance(mixed, rules, as_of=AS_OF).collect().sort("run_id", "rule")
+    assert_frame_equal(got, want)
+    out = tmp_path / "acc.parquet"
+    oa.write_acceptance(mixed, out, rules, as_of=AS_OF, slice_runs=250)
+    assert_frame_equal(pl.read_parquet(out).sort("run_id", "rule"), want)
+    con = oa.connect(mixed, rules=rules, as_of=AS_OF)
+    sql = con.sql("SELECT * FROM acceptance").pl().sort("run_id", "rule")
+    assert_frame_equal(sql, want)
+    # every batch old: the slices read no link columns at all
+    _strip_links(mixed, {2})
+    assert set(oa.scan_dataset(mixed).signal_links.values()) == {False}
+    frames = next(slices(mixed, 250))
+    assert "attempt_pos" not in frames["signals"].collect_schema().names()
+    oa.write_acceptance(mixed, out, rules, as_of=AS_OF, slice_runs=250)
+    assert_frame_equal(pl.read_parquet(out).sort("run_id", "rule"), want)
+    # parts of today listed before an old schema file (an old dataset whose
+    # early batches held no signals): DuckDB refuses that file until the next
+    # ingest gives the schema files today's columns
+    fresh = tmp_path / "fresh"
+    shutil.copytree(ds, fresh)
+    _strip_links(fresh, set())
+    with pytest.raises(duckdb.Error, match="attempt_pos"):
+        oa.connect(fresh, as_of=AS_OF).sql("SELECT * FROM signals").fetchall()
+    oa.ingest(EXAMPLES / "v0.3" / "solo.ocp.json", fresh)
+    assert set(_LINKS) <= set(pq.read_schema(fresh / "_schema" / "signals.parquet").names)
+    con = oa.connect(fresh, rules=rules, as_of=AS_OF)
+    signals = con.sql("SELECT * FROM signals").pl()
+    assert signals.height == oa.scan_dataset(fresh).signals.collect().height
+    assert signals.get_column("attempt_pos").null_count() == 0
