@@ -227,10 +227,11 @@ def placed(latest: pl.DataFrame, positions: pl.DataFrame | None = None) -> pl.Da
         relinked = link_attempts(latest.lazy().filter(missing), positions.lazy()).collect()
         latest = pl.concat([latest.filter(~missing), relinked.select(latest.columns)])
     named = pl.col("attempt_pos") > 0
-    source = {"at_attempt": pl.col("at_attempt"), **{k: pl.col(c) for k, c in LINK_FIELDS.items()}}
     return latest.with_columns(
-        pl.when(named).then(source[k].cast(pl.Int64) if k == "pos" else source[k]).alias(out)
-        for k, out in ATTEMPT_FIELDS.items()
+        pl.when(named).then(pl.col("at_attempt")).alias("aid"),
+        pl.when(named).then(pl.col("attempt_pos").cast(pl.Int64)).alias("apos"),
+        pl.when(named).then(pl.col("attempt_n")).alias("an"),
+        pl.when(named).then(pl.col("attempt_round")).alias("ar"),
     ).drop("at_attempt", *LINK_COLUMNS)
 
 
