@@ -19,9 +19,9 @@ rule), ``n_parts``, ``n_fail``, ``n_pass``, ``part_reasons`` and
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from typing import NamedTuple
 
 import polars as pl
 
@@ -82,10 +82,30 @@ def part_reason(state: pl.Expr, name: pl.Expr, fail_word: str) -> pl.Expr:
 # --- the one finish -------------------------------------------------------------
 
 
+class _Words(NamedTuple):
+    """How a planner's summaries name their reasons.
+
+    Either a dense table: ``lut`` holds the word lists of every outcome the
+    rule can have, and the summary's ``_ix`` column indexes it (a gather, no
+    string built per run); or keys: ``keys`` are non-null columns of the
+    summary that determine a row's words and ``words`` adds the ``reasons``
+    column to a frame of distinct keys, joined back (for rules of too many
+    parts or event combinations to list).
+    """
+
+    keys: list[str]
+    words: Callable[[pl.LazyFrame], pl.LazyFrame] | None = None
+    lut: pl.Series | None = None
+
+
+_NOT_APPLICABLE = pl.Series([["no_rule"], ["invalid_rule"]], dtype=pl.List(pl.String))
+
+
 def _finish(
     summary: pl.LazyFrame,
     as_of: datetime,
-    carried: Sequence[str] = (),
+    carried: Sequence[str],
+    coded: _Words,
     *,
     reasons: bool = True,
 ) -> pl.LazyFrame:
@@ -93,9 +113,9 @@ def _finish(
 
     The combine rule of SEMANTICS §6–§9, once for every kind of rule: no
     parts is unknown, a fail beats an unknown, all parts passing accepts;
-    a counted excluded event then rejects; an unreadable rule is unknown
-    (``invalid_rule``), a missing one too (``no_rule``). With ``reasons``
-    false the ``reasons`` column is left null (rates need none).
+    a counted excluded event (``late``) then rejects; an unreadable rule is
+    unknown (``invalid_rule``), a missing one too (``no_rule``). With
+    ``reasons`` false the ``reasons`` column is left null (rates need none).
     """
     valid = pl.col("valid").fill_null(False)
     n_parts = pl.col("n_parts").fill_null(0)
@@ -108,48 +128,49 @@ def _finish(
         .then(pl.lit("accepted"))
         .otherwise(pl.lit("unknown"))
     )
-    late = pl.col("ev_reasons").fill_null("") != ""
+    late = pl.col("late").fill_null(False)
     outcome = (
         pl.when(~valid).then(pl.lit("unknown")).when(late).then(pl.lit("rejected")).otherwise(base)
-    )
-    joined = pl.concat_str(
-        [
-            pl.when(pl.col("part_reasons") != "").then(pl.col("part_reasons")),
-            pl.when(late).then(pl.col("ev_reasons")),
-        ],
-        separator=SEP,
-        ignore_nulls=True,
-    )
-    text = (
-        pl.when(pl.col("valid").is_null())
-        .then(pl.lit("no_rule"))
-        .when(~valid)
-        .then(pl.lit("invalid_rule"))
-        .otherwise(joined.fill_null(""))
     )
     rank = (
         pl.when(valid)
         .then(pl.max_horizontal(pl.col("used_rank"), pl.col("ev_rank")))
         .fill_null(ASSERTED)
     )
-    decided = (outcome == "accepted") & pl.col(_APOS).is_not_null()
-    # Few distinct reason texts: split each once and join the lists back
-    # (splitting per row was a third of the time of writing every row).
+    # accepted, as the outcome says, without comparing its text per row
+    accepted = (
+        valid
+        & ~late
+        & (n_parts > 0)
+        & (pl.col("n_fail").fill_null(0) <= 0)
+        & (pl.col("n_pass") == n_parts).fill_null(False)
+    )
+    decided = accepted & pl.col(_APOS).is_not_null()
     if not reasons:
         summary = summary.with_columns(pl.lit(None, pl.List(pl.String)).alias("reasons"))
         return _output_columns(summary, outcome, rank, decided, as_of, carried)
-    summary = summary.with_columns(text.alias("_text"))
-    lists = (
-        summary.select("_text")
-        .unique()
-        .with_columns(
-            pl.when(pl.col("_text") == "")
-            .then(pl.lit([], pl.List(pl.String)))
-            .otherwise(pl.col("_text").str.split(SEP))
-            .alias("reasons")
-        )
+    say = pl.when(pl.col("valid").is_null()).then(0).when(~valid).then(1)
+    if coded.lut is not None:
+        lut = pl.concat([_NOT_APPLICABLE, coded.lut], rechunk=True)
+        index = say.otherwise(pl.col("_ix") + len(_NOT_APPLICABLE))
+        summary = summary.with_columns(pl.lit(lut).gather(index).alias("reasons"))
+        return _output_columns(summary, outcome, rank, decided, as_of, carried)
+    # Rows sharing a key share their words: the words of each distinct key
+    # are made once and joined back.
+    assert coded.words is not None
+    keys = ["_say", *coded.keys]
+    summary = summary.with_columns(say.otherwise(-1).cast(pl.Int8).alias("_say"))
+    distinct = summary.select(keys).unique()
+    said = pl.col("_say")
+    lists = pl.concat(
+        [
+            coded.words(distinct.filter(said < 0)),
+            distinct.filter(said >= 0).with_columns(
+                pl.lit(_NOT_APPLICABLE).gather(said).alias("reasons")
+            ),
+        ]
     )
-    summary = summary.join(lists, on="_text", how="left", maintain_order="left")
+    summary = summary.join(lists, on=keys, how="left", maintain_order="left")
     return _output_columns(summary, outcome, rank, decided, as_of, carried)
 
 
@@ -283,11 +304,13 @@ def _counted_events(ev: pl.LazyFrame, c: _Compiled, as_of: datetime) -> pl.LazyF
     )
 
 
-def _event_columns(counted: pl.DataFrame, c: _Compiled) -> pl.DataFrame:
-    """Per run: each event set's counted reasons and strongest tier rank.
+def _event_columns(counted: pl.DataFrame, c: _Compiled) -> tuple[pl.DataFrame, list[pl.Series]]:
+    """Per run: each event set's counted reasons (as an index) and strongest tier rank.
 
-    Columns ``er{k}`` (reasons in signal order) and ``ek{k}`` for event set
-    ``k``; runs with no counted event are absent.
+    Columns ``ee{k}`` and ``ek{k}`` for event set ``k``; runs with no counted
+    event are absent. ``ee{k}`` indexes the set's word lists, returned beside
+    the table (index 0: no counted event): the few distinct lists of late
+    words, each in signal order.
 
     Eager on purpose: an eager group-by keeps the rows of each group in input
     order (documented for ``DataFrame.group_by``), so the reasons need no
@@ -300,44 +323,74 @@ def _event_columns(counted: pl.DataFrame, c: _Compiled) -> pl.DataFrame:
             pl.col("_r").filter(counts).str.join(SEP).alias(f"er{k}"),
             pl.col("rank").filter(counts).max().alias(f"ek{k}"),
         ]
-    return counted.group_by("doc_id").agg(aggs)
+    per_run = counted.group_by("doc_id").agg(aggs)
+    words: list[pl.Series] = []
+    index = []
+    for k in range(len(c.event_sets)):
+        texts = per_run.get_column(f"er{k}").unique(maintain_order=True).to_list()
+        texts = [t for t in texts if t]  # "": the run's counted events are other sets'
+        number = {t: i for i, t in enumerate(texts, 1)}
+        index.append(pl.col(f"er{k}").replace_strict(number, default=0, return_dtype=pl.Int64))
+        lists = [[], *(t.split(SEP) for t in texts)]
+        words.append(pl.Series(f"w{k}", lists, dtype=pl.List(pl.String)))
+    per_run = per_run.with_columns(e.alias(f"ee{k}") for k, e in enumerate(index))
+    return per_run.drop(f"er{k}" for k in range(len(c.event_sets))), words
 
 
-_MAX_CODED_PARTS = 7  # 3**7 = 2,187 combinations of part states
+_DIGITS = 39  # base-3 digits an Int64 code holds (3**39 < 2**63)
 
 
-def _part_reasons(states: list[pl.Expr], words: list[tuple[str, str]]) -> pl.Expr:
-    """The parts' reasons joined by :data:`SEP`, from one small integer per run.
+def _codes(states: Sequence[pl.Expr], n_codes: int) -> list[pl.Expr]:
+    """Parts' states as the base-3 digits of ``n_codes`` Int64 columns ``_pc{j}``.
 
-    The states of a rule's parts are read as the digits of a base-3 number;
-    the reasons of every combination are written once here, so no string is
-    built per run (measured 4x faster than formatting them per run).
+    The i-th part is digit ``i % 39`` of ``_pc{i // 39}``; absent digits are 0.
     """
-    if len(states) > _MAX_CODED_PARTS:
-        reasons = [
-            part_reason(s, pl.lit(name), fail)
-            for s, (fail, name) in zip(states, words, strict=True)
+    out = []
+    for j in range(n_codes):
+        digits = [
+            s.cast(pl.Int64) * 3 ** (i % _DIGITS) for i, s in enumerate(states) if i // _DIGITS == j
         ]
-        return pl.concat_str(reasons, separator=SEP, ignore_nulls=True)
-    code = pl.sum_horizontal([s.cast(pl.Int32) * 3**i for i, s in enumerate(states)])
-    mapping = {}
-    for combo in itertools.product((FAIL, UNKNOWN, PASS), repeat=len(states)):
-        text = [
-            f"{fail}:{name}" if st == FAIL else f"missing:{name}"
-            for st, (fail, name) in zip(combo, words, strict=True)
-            if st != PASS
-        ]
-        mapping[sum(st * 3**i for i, st in enumerate(combo))] = SEP.join(text)
-    return code.replace_strict(mapping, return_dtype=pl.String)
+        out.append((pl.sum_horizontal(digits) if digits else pl.lit(0, pl.Int64)).alias(f"_pc{j}"))
+    return out
 
 
-def _alternative_summary(
-    wide: pl.LazyFrame, r: Rule, k: int, c: _Compiled, carried: Sequence[str]
-) -> pl.LazyFrame:
-    """The summary of every run of ``wide`` under one compiled rule (the ``k``-th of ``c``)."""
+def _n_codes(n_parts: int) -> int:
+    return max(1, -(-n_parts // _DIGITS))
+
+
+def _coded_words(words: Sequence[tuple[str, str]], late: pl.Series | None) -> pl.Expr:
+    """The reason words of coded parts (see :func:`_codes`), then the late ones.
+
+    ``words`` holds each part's (fail word, name) in reason order; ``late``
+    the event set's word lists indexed by ``_ev``.
+    """
+    items = []
+    for i, (fail, name) in enumerate(words):
+        digit = pl.col(f"_pc{i // _DIGITS}") // 3 ** (i % _DIGITS) % 3
+        items.append(
+            pl.when(digit == FAIL)
+            .then(pl.lit(f"{fail}:{name}"))
+            .when(digit == UNKNOWN)
+            .then(pl.lit(f"missing:{name}"))
+        )
+    parts = pl.concat_list(items).list.drop_nulls() if items else _NO_WORDS
+    if late is None:
+        return parts
+    return pl.concat_list(parts, pl.lit(late).gather(pl.col("_ev")))
+
+
+_NO_WORDS = pl.lit([], pl.List(pl.String))
+
+
+def _parts(r: Rule, c: _Compiled) -> tuple[list[pl.Expr], list[tuple[str, str]], list[str]]:
+    """A compiled rule's parts over the wide table, in reason order.
+
+    Each part's state expression, its (fail word, name), and the template of
+    its wide columns' names (``"v{}_0"``: ``vrank_0``, ``vapos_0``, …).
+    """
     states: list[pl.Expr] = []
-    words: list[tuple[str, str]] = []  # (fail word, name) of each part, in reason order
-    cols: list[str] = []  # column-name templates of each part's fields
+    words: list[tuple[str, str]] = []
+    cols: list[str] = []
     for name in r.effective_requires:
         i = c.verdicts.index(name)
         states.append(pl.col(f"vstate_{i}").fill_null(1))
@@ -348,6 +401,100 @@ def _alternative_summary(
         states.append(score_state(pl.col(f"svalue_{i}"), r.score.target, r.score.better == "lower"))
         words.append(("below_target", r.score.name))
         cols.append(f"s{{}}_{i}")
+    return states, words, cols
+
+
+_DENSE_MAX = 1 << 14  # word lists a frame's table may hold; past it, keys are joined
+
+
+def _outcome_words(words: Sequence[tuple[str, str]], late: Sequence[list[str]]) -> list[list[str]]:
+    """The word lists of every outcome of a rule, at ``code + 3**len(words) * e``.
+
+    ``code`` holds the parts' states as base-3 digits (see :func:`_codes`),
+    ``e`` indexes ``late`` (the counted events' words; 0: none).
+    """
+    parts = []
+    for code in range(3 ** len(words)):
+        listed = []
+        for i, (fail, name) in enumerate(words):
+            digit = code // 3**i % 3
+            if digit != PASS:
+                listed.append(f"{fail}:{name}" if digit == FAIL else f"missing:{name}")
+        parts.append(listed)
+    return [p + e for e in late for p in parts]
+
+
+def _compiled_words(
+    rules: Sequence[tuple[int, Rule]],
+    c: _Compiled,
+    late: Sequence[pl.Series],
+    rid: bool = False,
+    wanted: bool = True,
+) -> tuple[_Words, list[int] | None]:
+    """How compiled rules (``(k, rule)``: the ``k``-th of ``c``) name their reasons.
+
+    With few enough outcomes, one table of them all and each rule's offset in
+    it (its summary's ``_ix``). Otherwise keys: ``_pc0``… and ``_ev``, and
+    with several rules (the recorded definitions, ``rid`` true) ``_rid``,
+    their place in ``rules``; the offsets are then ``None``. Not ``wanted``
+    (no reasons asked for): an empty table.
+    """
+    if not wanted:
+        return _Words(["_ix"], lut=pl.Series([], dtype=pl.List(pl.String))), [0] * len(rules)
+
+    def events(k: int, r: Rule) -> pl.Series | None:
+        return late[c.ei[k]] if r.effective_excludes else None
+
+    def n_late(k: int, r: Rule) -> int:
+        ev = events(k, r)
+        return 1 if ev is None else ev.len()
+
+    sizes = [3 ** len(_parts(r, c)[1]) * n_late(k, r) for k, r in rules]
+    if sum(sizes) <= _DENSE_MAX:
+        lists: list[list[str]] = []
+        offsets = []
+        for k, r in rules:
+            offsets.append(len(lists))
+            ev = events(k, r)
+            lists += _outcome_words(_parts(r, c)[1], [[]] if ev is None else ev.to_list())
+        return _Words(["_ix"], lut=pl.Series(lists, dtype=pl.List(pl.String))), offsets
+    n_codes = max((_n_codes(len(_parts(r, c)[0])) for _, r in rules), default=1)
+
+    def one(keys: pl.LazyFrame, k: int, r: Rule) -> pl.LazyFrame:
+        return keys.with_columns(_coded_words(_parts(r, c)[1], events(k, r)).alias("reasons"))
+
+    def words(keys: pl.LazyFrame) -> pl.LazyFrame:
+        if not rid:
+            return one(keys, *rules[0])
+        return pl.concat(
+            [one(keys.filter(pl.col("_rid") == j), k, r) for j, (k, r) in enumerate(rules)]
+            + [keys.filter(pl.col("_rid") < 0).with_columns(_NO_WORDS.alias("reasons"))]
+        )
+
+    codes = [f"_pc{i}" for i in range(n_codes)]
+    return _Words([*codes, "_ev", *(["_rid"] if rid else [])], words), None
+
+
+def _alternative_summary(
+    wide: pl.LazyFrame,
+    r: Rule,
+    k: int,
+    c: _Compiled,
+    carried: Sequence[str],
+    *,
+    n_codes: int | None = None,
+    rid: int | None = None,
+    offset: int | None = None,
+) -> pl.LazyFrame:
+    """The summary of every run of ``wide`` under one compiled rule (the ``k``-th of ``c``).
+
+    With ``offset``, its reasons are ``_ix``, the row of a table of outcome
+    words where the rule's start at ``offset`` (see :func:`_compiled_words`).
+    Otherwise they are keyed by ``_pc0``… (``n_codes`` of them, at least
+    what the rule needs) and ``_ev``; with ``rid``, also by ``_rid`` (the
+    recorded definition's number).
+    """
+    states, _, cols = _parts(r, c)
     has_events = bool(r.effective_excludes)
     if cols:
         used = [
@@ -369,7 +516,6 @@ def _alternative_summary(
             pl.lit(len(cols)).alias("n_parts"),
             pl.sum_horizontal([(s == FAIL) for s in states]).alias("n_fail"),
             pl.sum_horizontal([(s == PASS) for s in states]).alias("n_pass"),
-            _part_reasons(states, words).alias("part_reasons"),
             pl.max_horizontal(used).alias("used_rank"),
             top.alias(_APOS),
             *(pick(f).alias(f) for f in ("aid", "an", "ar")),
@@ -379,16 +525,27 @@ def _alternative_summary(
             pl.lit(0).alias("n_parts"),
             pl.lit(0).alias("n_fail"),
             pl.lit(0).alias("n_pass"),
-            pl.lit(None, pl.String).alias("part_reasons"),
             pl.lit(None, pl.Int8).alias("used_rank"),
             *(pl.lit(None).alias(f) for f in ("apos", "aid", "an", "ar")),
+        ]
+    ev = pl.col(f"ee{c.ei[k]}").fill_null(0) if has_events else pl.lit(0, pl.Int64)
+    if offset is not None:
+        digits = [s.cast(pl.Int64) * 3**i for i, s in enumerate(states)]
+        index = pl.sum_horizontal(pl.lit(offset, pl.Int64), *digits) + ev * 3 ** len(states)
+        reason_keys = [index.alias("_ix")]
+    else:
+        reason_keys = [
+            *_codes(states, n_codes or _n_codes(len(states))),
+            ev.alias("_ev"),
+            *([] if rid is None else [pl.lit(rid, pl.Int32).alias("_rid")]),
         ]
     return wide.select(
         "run_id",
         pl.lit(r.name).alias("rule"),
         pl.lit(True).alias("valid"),
         *part_cols,
-        (pl.col(f"er{c.ei[k]}") if has_events else pl.lit(None, pl.String)).alias("ev_reasons"),
+        *reason_keys,
+        (ev > 0).alias("late"),
         (pl.col(f"ek{c.ei[k]}") if has_events else pl.lit(None, pl.Int8)).alias("ev_rank"),
         pl.lit(r.effective_window_days).alias("window_days"),
         pl.lit(has_events).alias("has_events"),
@@ -400,6 +557,21 @@ def _alternative_summary(
 # --- recorded rules: explode and join ---------------------------------------------------
 
 
+# The exploded summaries key their reasons by the texts themselves (words
+# joined by SEP): one run's definition is unlike another's.
+_TEXT_WORDS = _Words(
+    ["part_reasons", "ev_reasons"],
+    lambda keys: keys.with_columns(
+        pl.concat_list(
+            *(
+                pl.when(pl.col(c) == "").then(_NO_WORDS).otherwise(pl.col(c).str.split(SEP))
+                for c in ("part_reasons", "ev_reasons")
+            )
+        ).alias("reasons")
+    ),
+)
+
+
 def _recorded_summary(
     runs: pl.LazyFrame,
     verdicts: pl.LazyFrame,
@@ -409,7 +581,10 @@ def _recorded_summary(
     as_of: datetime,
     carried: Sequence[str],
 ) -> pl.LazyFrame:
-    """The summary of every run under its own recorded rule (``rule = 'recorded'``)."""
+    """The summary of every run under its own recorded rule (``rule = 'recorded'``).
+
+    Its reasons are keyed as :data:`_TEXT_WORDS` says.
+    """
     ok = rules.filter(pl.col("valid"))
     fields = ["doc_id", "ri", "state", "rank", "reason", *ATTEMPT_FIELDS.values()]
     req = (
@@ -493,10 +668,11 @@ def _recorded_summary(
             "n_parts",
             "n_fail",
             "n_pass",
-            "part_reasons",
+            pl.col("part_reasons").fill_null(""),
             "used_rank",
             *ATTEMPT_FIELDS.values(),
-            "ev_reasons",
+            pl.col("ev_reasons").fill_null(""),
+            (pl.col("ev_reasons").fill_null("") != "").alias("late"),
             "ev_rank",
             "window_days",
             pl.col("has_events").fill_null(False),
@@ -557,8 +733,14 @@ def _distinct_recorded(rules: pl.LazyFrame) -> tuple[list[Rule], pl.DataFrame] |
     return [_rule_of_row(r) for r in distinct.iter_rows(named=True)], links
 
 
-def _unruled_summary(wide: pl.LazyFrame, carried: Sequence[str]) -> pl.LazyFrame:
-    """Runs with no recorded rule (``_valid`` null) or an unreadable one (false)."""
+def _unruled_summary(
+    wide: pl.LazyFrame, carried: Sequence[str], keys: Sequence[str]
+) -> pl.LazyFrame:
+    """Runs with no recorded rule (``_valid`` null) or an unreadable one (false).
+
+    ``keys`` name the reason columns of the frame it joins (see :class:`_Words`).
+    """
+    dense = keys == ["_ix"]
     return wide.select(
         "run_id",
         pl.lit(RECORDED).alias("rule"),
@@ -566,10 +748,18 @@ def _unruled_summary(wide: pl.LazyFrame, carried: Sequence[str]) -> pl.LazyFrame
         pl.lit(0).alias("n_parts"),
         pl.lit(0).alias("n_fail"),
         pl.lit(0).alias("n_pass"),
-        pl.lit(None, pl.String).alias("part_reasons"),
         pl.lit(None, pl.Int8).alias("used_rank"),
         *(pl.lit(None).alias(f) for f in ("apos", "aid", "an", "ar")),
-        pl.lit(None, pl.String).alias("ev_reasons"),
+        *(
+            [pl.lit(0, pl.Int64).alias("_ix")]
+            if dense
+            else [
+                *_codes([], sum(k.startswith("_pc") for k in keys)),
+                pl.lit(0, pl.Int64).alias("_ev"),
+                pl.lit(-1, pl.Int32).alias("_rid"),
+            ]
+        ),
+        pl.lit(False).alias("late"),
         pl.lit(None, pl.Int8).alias("ev_rank"),
         pl.lit(DEFAULT_WINDOW_DAYS).alias("window_days"),
         pl.lit(False).alias("has_events"),
@@ -647,7 +837,7 @@ def decide(
     run_rows = next(it)
     verdicts = next(it) if queries[1] is not None else None
     scores = next(it) if queries[2] is not None else None
-    events = _event_columns(next(it), c) if c.event_sets else None
+    events, late_words = _event_columns(next(it), c) if c.event_sets else (None, [])
     docs = unlinked(verdicts, scores)
     held = None
     if docs is not None:  # old parts beside new ones: link their runs only
@@ -661,17 +851,32 @@ def decide(
         summary = _recorded_summary(
             run_rows.lazy(), verdicts.lazy(), scores.lazy(), ev, tables["rules"], as_of, carried
         )
-        frames.append(_finish(summary, as_of, carried, reasons=reasons))
+        frames.append(_finish(summary, as_of, carried, _TEXT_WORDS, reasons=reasons))
     elif own is not None:
         rid = pl.col("_rid")
-        parts = [_unruled_summary(wide.filter(rid.is_null()), carried)]
+        numbered = [(len(rules) + j, r) for j, r in enumerate(own[0])]
+        coded, offsets = _compiled_words(numbered, c, late_words, rid=True, wanted=reasons)
+        n_codes = sum(k.startswith("_pc") for k in coded.keys)
+        parts = [_unruled_summary(wide.filter(rid.is_null()), carried, coded.keys)]
         parts += [
-            _alternative_summary(wide.filter(rid == j), r, len(rules) + j, c, carried)
-            for j, r in enumerate(own[0])
+            _alternative_summary(
+                wide.filter(rid == j),
+                r,
+                k,
+                c,
+                carried,
+                n_codes=n_codes,
+                rid=j,
+                offset=None if offsets is None else offsets[j],
+            )
+            for j, (k, r) in enumerate(numbered)
         ]
         summary = pl.concat(parts, how="vertical_relaxed")
-        frames.append(_finish(summary, as_of, carried, reasons=reasons))
+        frames.append(_finish(summary, as_of, carried, coded, reasons=reasons))
     for k, r in enumerate(rules):
-        summary = _alternative_summary(wide, r, k, c, carried)
-        frames.append(_finish(summary, as_of, carried, reasons=reasons))
+        coded, offsets = _compiled_words([(k, r)], c, late_words, wanted=reasons)
+        summary = _alternative_summary(
+            wide, r, k, c, carried, offset=None if offsets is None else offsets[0]
+        )
+        frames.append(_finish(summary, as_of, carried, coded, reasons=reasons))
     return frames

@@ -85,3 +85,63 @@ def test_nan_score_never_reaches_a_target() -> None:
         row = oa.acceptance(tables, [rule], as_of="2027-01-01T00:00:00Z", recorded=False)
         got = row.collect().row(0, named=True)
         assert (got["outcome"], got["reasons"]) == ("rejected", ["below_target:s"])
+
+
+def _verdict(name: str, value: str, at: str = "2026-01-01T00:00:00Z") -> dict[str, Any]:
+    return {"kind": "verdict", "name": name, "value": value, "observed_at": at}
+
+
+def test_rules_of_many_parts_name_every_reason_in_order() -> None:
+    """Reasons are coded 39 parts to an integer: 45 parts need two, and keep their order."""
+    from tests.reference import evaluate
+
+    names = [f"check_{i:02d}" for i in range(45)]
+    signals = [_verdict(n, "fail" if i % 3 == 0 else "pass") for i, n in enumerate(names) if i % 5]
+    short = {"requires": names[:3]}
+    docs = [
+        {
+            "ocp": "0.3",
+            "run": {"id": "long", "signals": signals, "acceptance_rule": {"requires": names[::-1]}},
+        },
+        {"ocp": "0.3", "run": {"id": "short", "signals": signals, "acceptance_rule": short}},
+        {"ocp": "0.3", "run": {"id": "none", "signals": signals}},
+    ]
+    as_of = datetime.fromisoformat("2027-01-01T00:00:00+00:00")
+    rule = {"name": "all", "requires": names}
+    tables = read_documents(docs)
+    alt = [rule_from_object(rule, where="test")]
+    got = oa.acceptance(tables, alt, as_of=as_of).collect()
+    rows = {(r["run_id"], r["rule"]): r for r in got.iter_rows(named=True)}
+    assert len(rows) == 6
+    for doc in docs:
+        for name, want_rule in [("recorded", RECORDED), ("all", rule)]:
+            want = evaluate(doc, want_rule, as_of)
+            row = rows[(doc["run"]["id"], name)]
+            assert (row["outcome"], row["reasons"]) == (want["outcome"], want["reasons"])
+    assert rows[("long", "recorded")]["reasons"][:2] == ["failed:check_42", "missing:check_40"]
+    assert len(rows[("long", "all")]["reasons"]) == 9 + 12  # 9 missing, 12 failed
+
+
+def test_many_parts_by_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same reasons when every rule's words are joined by keys (no table of outcomes)."""
+    import importlib
+
+    monkeypatch.setattr(importlib.import_module("ocp_analytics.acceptance"), "_DENSE_MAX", 0)
+    test_rules_of_many_parts_name_every_reason_in_order()
+
+
+def test_a_slice_of_runs_without_readable_rules() -> None:
+    """No recorded definition to compile: every run says why it has none."""
+    docs = [
+        {"ocp": "0.3", "run": {"id": "none", "signals": [_verdict("tests", "pass")]}},
+        {"ocp": "0.3", "run": {"id": "bad", "acceptance_rule": {"requires": "tests"}}},
+    ]
+    tables = read_documents(docs)
+    got = oa.acceptance(tables, ["tests"], as_of="2027-01-01T00:00:00Z").collect()
+    rows = {(r["run_id"], r["rule"]): r["reasons"] for r in got.iter_rows(named=True)}
+    assert rows == {
+        ("none", "recorded"): ["no_rule"],
+        ("bad", "recorded"): ["invalid_rule"],
+        ("none", "tests"): [],
+        ("bad", "tests"): ["missing:tests"],
+    }

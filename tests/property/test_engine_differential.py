@@ -89,6 +89,23 @@ def test_exploded_recorded_rules_match_reference(
         ENGINE.RECORDED_COMPILED_MAX = saved
 
 
+@settings(
+    max_examples=60,
+    deadline=None,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(docs=document_batches(*BATCH), rules=alternative_rules(), as_of=as_of_instants())
+def test_keyed_reasons_match_reference(docs: list[dict], rules: list[dict], as_of) -> None:
+    """Rules of too many outcomes to list name their reasons by joined keys."""
+    saved = ENGINE._DENSE_MAX
+    ENGINE._DENSE_MAX = 0
+    try:
+        check_batch(docs, rules, as_of)
+    finally:
+        ENGINE._DENSE_MAX = saved
+
+
 def test_through_the_on_disk_dataset(tmp_path: Path) -> None:
     """One batch through files and Parquet, to hold the written tables too."""
     docs = list(generate_documents(300, seed=3))
