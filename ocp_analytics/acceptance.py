@@ -11,10 +11,10 @@ Both kinds of rule reduce to the same per-(run, rule) **summary**, and one
   ``excludes_events`` with the same latest-signal tables.
 
 The summary columns: ``run_id``, ``rule``, ``valid`` (null: the run has no
-rule), ``n_parts``, ``n_fail``, ``n_pass``, ``part_reasons`` and
-``ev_reasons`` (reason words joined by :data:`SEP`), ``used_rank`` and
-``ev_rank`` (tier ranks), the deciding attempt ``apos``/``aid``/``an``/``ar``,
-``window_days``, ``has_events`` and ``ended_at``.
+rule), ``n_parts``, ``n_fail``, ``n_pass``, ``late`` (a counted excluded
+event), ``used_rank`` and ``ev_rank`` (tier ranks), the deciding attempt
+``apos``/``aid``/``an``/``ar``, ``window_days``, ``has_events``, ``ended_at``,
+and the columns the planner keys its reason words by (see ``_Words``).
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from ocp_analytics.features import (
     LINK_COLUMNS,
     PASS,
     TIER_RANK,
-    UNKNOWN,
     attempt_positions,
     event_counts,
     event_rows,
@@ -119,31 +118,23 @@ def _finish(
     """
     valid = pl.col("valid").fill_null(False)
     n_parts = pl.col("n_parts").fill_null(0)
-    base = (
-        pl.when(n_parts == 0)
-        .then(pl.lit("unknown"))
-        .when(pl.col("n_fail") > 0)
-        .then(pl.lit("rejected"))
-        .when(pl.col("n_pass") == n_parts)
-        .then(pl.lit("accepted"))
-        .otherwise(pl.lit("unknown"))
-    )
     late = pl.col("late").fill_null(False)
+    failed = (n_parts > 0) & (pl.col("n_fail") > 0).fill_null(False)
+    rejected = valid & (late | failed)
+    accepted = (
+        valid & ~late & (n_parts > 0) & ~failed & (pl.col("n_pass") == n_parts).fill_null(False)
+    )
     outcome = (
-        pl.when(~valid).then(pl.lit("unknown")).when(late).then(pl.lit("rejected")).otherwise(base)
+        pl.when(accepted)
+        .then(pl.lit("accepted"))
+        .when(rejected)
+        .then(pl.lit("rejected"))
+        .otherwise(pl.lit("unknown"))
     )
     rank = (
         pl.when(valid)
         .then(pl.max_horizontal(pl.col("used_rank"), pl.col("ev_rank")))
         .fill_null(ASSERTED)
-    )
-    # accepted, as the outcome says, without comparing its text per row
-    accepted = (
-        valid
-        & ~late
-        & (n_parts > 0)
-        & (pl.col("n_fail").fill_null(0) <= 0)
-        & (pl.col("n_pass") == n_parts).fill_null(False)
     )
     decided = accepted & pl.col(_APOS).is_not_null()
     if not reasons:
@@ -364,15 +355,10 @@ def _coded_words(words: Sequence[tuple[str, str]], late: pl.Series | None) -> pl
     ``words`` holds each part's (fail word, name) in reason order; ``late``
     the event set's word lists indexed by ``_ev``.
     """
-    items = []
-    for i, (fail, name) in enumerate(words):
-        digit = pl.col(f"_pc{i // _DIGITS}") // 3 ** (i % _DIGITS) % 3
-        items.append(
-            pl.when(digit == FAIL)
-            .then(pl.lit(f"{fail}:{name}"))
-            .when(digit == UNKNOWN)
-            .then(pl.lit(f"missing:{name}"))
-        )
+    items = [
+        part_reason(pl.col(f"_pc{i // _DIGITS}") // 3 ** (i % _DIGITS) % 3, pl.lit(name), fail)
+        for i, (fail, name) in enumerate(words)
+    ]
     parts = pl.concat_list(items).list.drop_nulls() if items else _NO_WORDS
     if late is None:
         return parts
@@ -468,7 +454,6 @@ def _compiled_words(
             return one(keys, *rules[0])
         return pl.concat(
             [one(keys.filter(pl.col("_rid") == j), k, r) for j, (k, r) in enumerate(rules)]
-            + [keys.filter(pl.col("_rid") < 0).with_columns(_NO_WORDS.alias("reasons"))]
         )
 
     codes = [f"_pc{i}" for i in range(n_codes)]
@@ -530,8 +515,7 @@ def _alternative_summary(
         ]
     ev = pl.col(f"ee{c.ei[k]}").fill_null(0) if has_events else pl.lit(0, pl.Int64)
     if offset is not None:
-        digits = [s.cast(pl.Int64) * 3**i for i, s in enumerate(states)]
-        index = pl.sum_horizontal(pl.lit(offset, pl.Int64), *digits) + ev * 3 ** len(states)
+        index = offset + _codes(states, 1)[0] + ev * 3 ** len(states)
         reason_keys = [index.alias("_ix")]
     else:
         reason_keys = [
@@ -738,9 +722,9 @@ def _unruled_summary(
 ) -> pl.LazyFrame:
     """Runs with no recorded rule (``_valid`` null) or an unreadable one (false).
 
-    ``keys`` name the reason columns of the frame it joins (see :class:`_Words`).
+    ``keys`` name the reason columns of the frame it joins (see :class:`_Words`);
+    they are 0 here: ``_finish`` names these runs' reasons from ``valid``.
     """
-    dense = keys == ["_ix"]
     return wide.select(
         "run_id",
         pl.lit(RECORDED).alias("rule"),
@@ -750,15 +734,7 @@ def _unruled_summary(
         pl.lit(0).alias("n_pass"),
         pl.lit(None, pl.Int8).alias("used_rank"),
         *(pl.lit(None).alias(f) for f in ("apos", "aid", "an", "ar")),
-        *(
-            [pl.lit(0, pl.Int64).alias("_ix")]
-            if dense
-            else [
-                *_codes([], sum(k.startswith("_pc") for k in keys)),
-                pl.lit(0, pl.Int64).alias("_ev"),
-                pl.lit(-1, pl.Int32).alias("_rid"),
-            ]
-        ),
+        *(pl.lit(0, pl.Int64).alias(k) for k in keys),
         pl.lit(False).alias("late"),
         pl.lit(None, pl.Int8).alias("ev_rank"),
         pl.lit(DEFAULT_WINDOW_DAYS).alias("window_days"),

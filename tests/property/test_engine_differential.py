@@ -57,53 +57,50 @@ def check_batch(docs: list[dict], rules: list[dict], as_of) -> int:
     return len(docs)
 
 
+def check_with(setting: str, value: int, docs: list[dict], rules: list[dict], as_of) -> None:
+    """:func:`check_batch` with the engine's ``setting`` set to ``value`` (restored after)."""
+    saved = getattr(ENGINE, setting)
+    setattr(ENGINE, setting, value)
+    try:
+        check_batch(docs, rules, as_of)
+    finally:
+        setattr(ENGINE, setting, saved)
+
+
 # No shrinking: it takes minutes on batches this size, and a failure already
 # names the one document and rule that disagree.
-@settings(
-    max_examples=EXAMPLES,
+SETTINGS = settings(
     deadline=None,
     phases=[Phase.explicit, Phase.reuse, Phase.generate],
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-@given(docs=document_batches(*BATCH), rules=alternative_rules(), as_of=as_of_instants())
+INPUTS = {
+    "docs": document_batches(*BATCH),
+    "rules": alternative_rules(),
+    "as_of": as_of_instants(),
+}
+
+
+@settings(SETTINGS, max_examples=EXAMPLES)
+@given(**INPUTS)
 def test_engine_matches_reference(docs: list[dict], rules: list[dict], as_of) -> None:
     check_batch(docs, rules, as_of)
 
 
-@settings(
-    max_examples=60,
-    deadline=None,
-    phases=[Phase.explicit, Phase.reuse, Phase.generate],
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
-@given(docs=document_batches(*BATCH), rules=alternative_rules(), as_of=as_of_instants())
+@settings(SETTINGS, max_examples=60)
+@given(**INPUTS)
 def test_exploded_recorded_rules_match_reference(
     docs: list[dict], rules: list[dict], as_of
 ) -> None:
     """Past RECORDED_COMPILED_MAX distinct recorded rules, each run's rule is exploded."""
-    saved = ENGINE.RECORDED_COMPILED_MAX
-    ENGINE.RECORDED_COMPILED_MAX = 0
-    try:
-        check_batch(docs, rules, as_of)
-    finally:
-        ENGINE.RECORDED_COMPILED_MAX = saved
+    check_with("RECORDED_COMPILED_MAX", 0, docs, rules, as_of)
 
 
-@settings(
-    max_examples=60,
-    deadline=None,
-    phases=[Phase.explicit, Phase.reuse, Phase.generate],
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
-@given(docs=document_batches(*BATCH), rules=alternative_rules(), as_of=as_of_instants())
+@settings(SETTINGS, max_examples=60)
+@given(**INPUTS)
 def test_keyed_reasons_match_reference(docs: list[dict], rules: list[dict], as_of) -> None:
     """Rules of too many outcomes to list name their reasons by joined keys."""
-    saved = ENGINE._DENSE_MAX
-    ENGINE._DENSE_MAX = 0
-    try:
-        check_batch(docs, rules, as_of)
-    finally:
-        ENGINE._DENSE_MAX = saved
+    check_with("_DENSE_MAX", 0, docs, rules, as_of)
 
 
 def test_through_the_on_disk_dataset(tmp_path: Path) -> None:
