@@ -19,6 +19,8 @@ from ocp_analytics.dataset import read_commits
 from ocp_analytics.evaluate import doc_ranges, evaluate_slice, open_tables, slices
 from ocp_analytics.features import attempt_positions, link_attempts
 from ocp_analytics.rates import flips_from
+from ocp_analytics.rules import resolve_rules
+from ocp_analytics.timeaxis import resolve_as_of
 from tests.conftest import AS_OF, EXAMPLES
 
 
@@ -42,6 +44,46 @@ def test_sliced_acceptance_file_equals_acceptance(generated: tuple[Path, Path]) 
     meta = pq.read_schema(out).metadata
     assert meta[b"ocp_analytics.as_of"] == b"2027-01-01T00:00:00+00:00"
     assert not list(ds.parent.glob(".acc.parquet.*"))
+
+
+def test_issue12_written_in_slice_then_rule_order(generated: tuple[Path, Path]) -> None:
+    """Frames written ahead on the writer's thread keep their order: slice, then rule."""
+    ds, rules = generated
+    out = ds.parent / "ordered.parquet"
+    oa.write_acceptance(ds, out, rules, as_of=AS_OF, slice_runs=250)
+    got = pl.read_parquet(out)
+    alt, when = resolve_rules(rules), resolve_as_of(AS_OF)
+    want = pl.concat(
+        evaluate_slice({k: v.collect() for k, v in part.items()}, alt, when)
+        for part in slices(ds, 250)
+    )
+    assert len(list(slices(ds, 250))) * 7 > 3  # more frames than are written ahead
+
+    def blocks(f: pl.DataFrame) -> pl.DataFrame:  # rows within a frame come in any order
+        return f.with_columns(pl.col("rule").rle_id().alias("block")).sort("block", "run_id")
+
+    assert_frame_equal(blocks(got), blocks(want))
+
+
+def test_issue12_a_failed_write_raises_and_leaves_no_file(
+    generated: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ds, rules = generated
+    calls: list[int] = []
+    real = pq.ParquetWriter.write_table
+
+    def failing(self: pq.ParquetWriter, table: object, *a: object, **k: object) -> None:
+        calls.append(1)
+        if len(calls) == 5:
+            raise OSError("disk full")
+        real(self, table, *a, **k)
+
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", failing)
+    out = ds.parent / "failed.parquet"
+    with pytest.raises(OSError, match="disk full"):
+        oa.write_acceptance(ds, out, rules, as_of=AS_OF, slice_runs=250)
+    assert not out.exists()
+    assert not list(ds.parent.glob(".failed.parquet.*"))
 
 
 def test_slices_of_only_superseded_runs(tmp_path: Path) -> None:
