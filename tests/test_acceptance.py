@@ -145,3 +145,45 @@ def test_a_slice_of_runs_without_readable_rules() -> None:
         ("none", "tests"): [],
         ("bad", "tests"): ["missing:tests"],
     }
+
+
+def test_late_words_of_odd_event_names_keep_order_and_text() -> None:
+    """Counted events are keyed by codes, so names holding separators read back as written.
+
+    (Alternative rules refuse control characters in names; recorded ones may hold them.)
+    """
+    from tests.reference import evaluate
+
+    odd = ["re;vert", "in,cident", "x\x1fy", "plain"]
+    ev = lambda n, at: {"kind": "event", "name": n, "value": "seen", "observed_at": at}  # noqa: E731
+    end = "2026-01-01T00:00:00Z"
+    attempt = {"id": "a1", "n": 1, "started_at": end, "ended_at": end, "status": "completed"}
+
+    def doc(ident: str, names: list[str]) -> dict[str, Any]:
+        signals = [_verdict("tests", "pass")]
+        signals += [ev(n, f"2026-01-0{2 + i}T00:00:00Z") for i, n in enumerate(names)]
+        rule = {"requires": ["tests"], "excludes_events": odd[:3]}
+        return {
+            "ocp": "0.3",
+            "run": {
+                "id": ident,
+                "signals": signals,
+                "attempts": [attempt],
+                "acceptance_rule": rule,
+            },
+        }
+
+    docs = [doc("both", [odd[2], odd[0]]), doc("one", [odd[1]]), doc("other", [odd[3]])]
+    as_of = datetime.fromisoformat("2027-01-01T00:00:00+00:00")
+    rules = [{"name": "late", "requires": ["tests"], "excludes_events": [odd[1], odd[3]]}]
+    got = oa.acceptance(
+        read_documents(docs), [rule_from_object(r, where="test") for r in rules], as_of=as_of
+    ).collect()
+    rows = {(r["run_id"], r["rule"]): r for r in got.iter_rows(named=True)}
+    for d in docs:
+        for name, want_rule in [("recorded", RECORDED), ("late", rules[0])]:
+            want = evaluate(d, want_rule, as_of)
+            row = rows[(d["run"]["id"], name)]
+            assert (row["outcome"], row["reasons"]) == (want["outcome"], want["reasons"])
+    assert rows[("both", "recorded")]["reasons"] == ["late:x\x1fy", "late:re;vert"]
+    assert rows[("other", "late")]["reasons"] == ["late:plain"]
