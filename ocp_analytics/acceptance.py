@@ -240,19 +240,31 @@ _PART_VALUES = ["rank", *ATTEMPT_FIELDS.values()]
 
 
 def _named_columns(
-    wide: pl.LazyFrame, long: pl.DataFrame, names: list[str], value: str, prefix: str
-) -> pl.LazyFrame:
-    """``wide`` with columns ``{prefix}{field}_{i}`` of the i-th name's row of ``long``.
+    keys: pl.Series, long: pl.DataFrame, names: list[str], value: str, prefix: str
+) -> list[pl.Series]:
+    """Columns ``{prefix}{field}_{i}``: the i-th name's row of ``long`` for each run of ``keys``.
 
-    ``long`` has at most one row per (``doc_id``, ``name``); one left join a
-    name (measured 2.4x less CPU than a pivot of every name at once).
+    ``keys`` are the runs' ``doc_id``, sorted and unique; ``long`` has at
+    most one row per (``doc_id``, ``name``). Each row's place among the runs
+    is found by binary search and its values scattered there (measured 2.5x
+    less CPU than one left join a name, itself 2.4x less than a pivot); a
+    row of a run not in ``keys`` is dropped, as the join did.
     """
     fields = [value, *_PART_VALUES]
+    if keys.is_empty():
+        long = long.clear()
+    at = keys.search_sorted(long.get_column("doc_id")).alias("_at")
+    found = keys.gather(at.clip(0, max(keys.len() - 1, 0))) == long.get_column("doc_id")
+    parts = long.with_columns(at).filter(found).partition_by("name", as_dict=True)
+    columns = []
     for i, name in enumerate(names):
-        part = long.lazy().filter(pl.col("name") == name)
-        part = part.select("doc_id", *(pl.col(f).alias(f"{prefix}{f}_{i}") for f in fields))
-        wide = wide.join(part, on="doc_id", how="left")
-    return wide
+        part = parts.get((name,))
+        for f in fields:
+            column = pl.repeat(None, keys.len(), dtype=long.schema[f], eager=True)
+            if part is not None:
+                column = column.scatter(part.get_column("_at"), part.get_column(f))
+            columns.append(column.alias(f"{prefix}{f}_{i}"))
+    return columns
 
 
 def _wide(
@@ -262,17 +274,21 @@ def _wide(
     events: pl.DataFrame | None,
     c: _Compiled,
 ) -> pl.DataFrame:
-    """The per-run feature table of the compiled rules: runs joined to each name's parts."""
-    wide = runs.lazy()
+    """The per-run feature table of the compiled rules: runs beside each name's parts."""
+    if not runs.get_column("doc_id").is_sorted():
+        runs = runs.sort("doc_id")
+    keys = runs.get_column("doc_id")
+    columns = []
     if c.verdicts:
         assert verdicts is not None
-        wide = _named_columns(wide, verdicts, c.verdicts, "state", "v")
+        columns += _named_columns(keys, verdicts, c.verdicts, "state", "v")
     if c.scores:
         assert scores is not None
-        wide = _named_columns(wide, scores, c.scores, "value", "s")
+        columns += _named_columns(keys, scores, c.scores, "value", "s")
+    wide = runs.with_columns(columns)
     if events is not None:
-        wide = wide.join(events.lazy(), on="doc_id", how="left")
-    return wide.collect()
+        wide = wide.join(events, on="doc_id", how="left")
+    return wide
 
 
 def _counted_events(ev: pl.LazyFrame, c: _Compiled, as_of: datetime) -> pl.LazyFrame:
