@@ -47,6 +47,25 @@ def test_latest_verdict_unknown_time_first_then_position() -> None:
     ]
 
 
+def test_latest_is_one_row_per_run_and_name_in_any_input_order() -> None:
+    """The last row of each (run, name) after the sort, whatever order the rows came in."""
+    rows = [
+        (2, 1, "verdict", "ci", "fail", None, T1),
+        (1, 2, "verdict", "tests", "pass", None, T0),
+        (2, 0, "verdict", "ci", "pass", None, T0),
+        (1, 0, "verdict", "lint", "fail", None, None),
+        (1, 1, "verdict", "tests", "fail", None, T0),  # a tie with position 2: 2 wins
+        (3, 0, "verdict", "ci", "pass", None, T0),  # alone in its run
+    ]
+    got = latest_verdicts(_signals(rows)).sort("doc_id", "name").collect()
+    assert got.select("doc_id", "name", "state").rows() == [
+        (1, "lint", FAIL),
+        (1, "tests", PASS),
+        (2, "ci", FAIL),
+        (3, "ci", PASS),
+    ]
+
+
 def test_latest_score_skips_values_that_are_not_numbers() -> None:
     s = _signals(
         [
