@@ -139,6 +139,11 @@ def repeat_name(m: Mutant, data: st.DataObject) -> None:
     m.marks[json.dumps(marker)] = json.dumps(name).encode()
 
 
+def _read(keys: tuple[Key, ...]) -> bool:
+    """Not inside a repeated member's later value (ignored: the first value is read)."""
+    return not any(isinstance(k, str) and k.startswith("@@dup") for k in keys)
+
+
 BAD_TEXT = {
     "lone_surrogate": [b'"\\ud800"', b'"a\\udfffb"', b'"\\udc00\\ud800"'],
     "invalid_utf8": [b'"\xff"', b'"caf\xe9"', b'"\xed\xa0\x80"', b'"a\xc3"'],
@@ -147,7 +152,7 @@ BAD_TEXT = {
 
 def bad_string(m: Mutant, data: st.DataObject) -> None:
     """A string anywhere (read by the package or not) becomes unreadable text."""
-    strings = [k for k, v in _nodes(m.doc) if isinstance(v, str)]
+    strings = [k for k, v in _nodes(m.doc) if isinstance(v, str) and _read(k)]
     if not strings:
         return
     keys = data.draw(st.sampled_from(strings))
@@ -161,7 +166,9 @@ def bad_string(m: Mutant, data: st.DataObject) -> None:
 def huge_number(m: Mutant, data: st.DataObject) -> None:
     """A number anywhere becomes 1e400 (beyond a 64-bit float)."""
     numbers = [
-        k for k, v in _nodes(m.doc) if isinstance(v, int | float) and not isinstance(v, bool)
+        k
+        for k, v in _nodes(m.doc)
+        if isinstance(v, int | float) and not isinstance(v, bool) and _read(k)
     ]
     if not numbers:
         return
