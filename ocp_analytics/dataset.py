@@ -23,6 +23,7 @@ import os
 import socket
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -339,7 +340,9 @@ class BatchWriter:
 
     Nothing is visible to readers until :meth:`commit` renames the batch's
     record into ``_batches/``; ``sources`` are objects with ``documents`` and
-    a ``record()`` for the manifest.
+    a ``record()`` for the manifest. A part is converted and written on a
+    second thread while the caller goes on (both release the GIL); at most
+    one part waits for that thread, so memory holds one part more.
     """
 
     def __init__(self, root: Store, seq: int) -> None:
@@ -352,6 +355,8 @@ class BatchWriter:
         self.superseding = 0
         self.pending: dict[str, list[pl.DataFrame]] = {t: [] for t in S.TABLES}
         self.pending_rows = 0
+        self._pool: ThreadPoolExecutor | None = None
+        self._writing: Future[None] | None = None
 
     def doc_id_base(self, n: int) -> int:
         """The first ``doc_id`` of ``n`` documents: the batch's ``seq`` in the high 32 bits."""
@@ -373,18 +378,41 @@ class BatchWriter:
             self.flush()
 
     def flush(self) -> None:
-        """Write the held frames as one part per table."""
+        """Start writing the held frames as one part per table."""
+        part: list[tuple[str, list[pl.DataFrame], str]] = []
         for table, frames in self.pending.items():
-            if not frames:
-                continue
-            rel = f"{table}/{self.batch_id}-{self.parts:05d}.parquet"
-            write_parquet_atomic(
-                pl.concat(frames).to_arrow().cast(S.TABLES[table]), self.root.child(rel)
-            )
-            self.files[table].append(rel)
+            if frames:
+                rel = f"{table}/{self.batch_id}-{self.parts:05d}.parquet"
+                part.append((table, frames, rel))
+                self.files[table].append(rel)
         self.pending = {t: [] for t in S.TABLES}
         self.pending_rows = 0
         self.parts += 1
+        if part:
+            self.wait()
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(1, thread_name_prefix="ocp-parts")
+            self._writing = self._pool.submit(self._write_part, part)
+
+    def _write_part(self, part: list[tuple[str, list[pl.DataFrame], str]]) -> None:
+        for table, frames, rel in part:
+            arrow = pl.concat(frames).to_arrow().cast(S.TABLES[table])
+            write_parquet_atomic(arrow, self.root.child(rel))
+
+    def wait(self) -> None:
+        """Wait for the part being written (a failed write raises here)."""
+        writing, self._writing = self._writing, None
+        if writing is not None:
+            writing.result()
+
+    def close(self) -> None:
+        """Wait for the last part and stop the writing thread."""
+        try:
+            self.wait()
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+                self._pool = None
 
     @property
     def documents(self) -> int:
@@ -393,6 +421,7 @@ class BatchWriter:
     def commit(self, extra: dict[str, Any] | None = None) -> None:
         """Write what is held, then the commit record (the batch becomes visible)."""
         self.flush()
+        self.close()
         commit(
             self.root,
             {

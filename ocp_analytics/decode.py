@@ -33,14 +33,26 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 import polars as pl
 
-from ocp_analytics.schemas import DOCUMENT_DTYPE
+from ocp_analytics.schemas import DOCUMENT_DTYPE, RUN_DTYPE
 
 SUBCHUNK = 500
+
+# ``run.labels`` and ``run.acceptance_rule`` are free-form: they are read from
+# their own JSON text (``tables.py``). The decode only marks whether each is
+# an object (an empty struct: present or null); a value that is not an
+# object makes the decode fail, so the document takes the slow path.
+SIDE_KEYS = ("labels", "acceptance_rule")
+_MARKED_RUN = pl.Struct(
+    {**{f.name: f.dtype for f in RUN_DTYPE.fields}, **dict.fromkeys(SIDE_KEYS, pl.Struct({}))}
+)
+DECODE_DTYPE = pl.Struct(
+    {f.name: _MARKED_RUN if f.name == "run" else f.dtype for f in DOCUMENT_DTYPE.fields}
+)
 
 # Shapes polars would accept silently but wrongly: a boolean or a quoted
 # number as a signal value (its JSON type matters), a boolean in a numeric
@@ -98,9 +110,21 @@ class Finding:
 class Decoded:
     """The result of decoding one chunk of texts."""
 
-    frame: pl.DataFrame  # columns: pos (UInt32), doc (DOCUMENT_DTYPE), text, slow
+    frame: pl.DataFrame  # columns: pos (UInt32), doc (DECODE_DTYPE), text, slow
     rejected: list[Rejected] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    # Slow-path documents: position -> JSON text of run.labels and of
+    # run.acceptance_rule (None when absent or null), as read and repaired.
+    side: dict[int, tuple[str | None, str | None]] = field(default_factory=dict)
+
+
+class Sanitized(NamedTuple):
+    """What the slow path makes of one text (:func:`sanitize`)."""
+
+    text: str | None  # clean text, decodable with DECODE_DTYPE
+    findings: list[Finding]
+    rejected: Rejected | None  # not a readable run document
+    side: tuple[str | None, str | None] = (None, None)  # labels, rule: JSON texts
 
 
 def json_type(value: Any) -> str:
@@ -299,55 +323,61 @@ _KEY_PATHS = ("$.run.id", "$.ocp")
 
 def sanitize(
     text: str, pos: int, *, unterminated: bool = False, invalid_utf8: bool = False
-) -> tuple[str | None, list[Finding], Rejected | None]:
+) -> Sanitized:
     """Read one document on the slow path.
 
-    Returns ``(clean_text, findings, None)`` for a readable document, or
-    ``(None, [], rejected)`` for text that is not a run document.
-    ``invalid_utf8``: the text holds bytes that were not UTF-8 (as surrogate
-    escapes).
+    Returns ``(clean_text, findings, None, side)`` for a readable document,
+    or ``(None, [], rejected, (None, None))`` for text that is not a run
+    document. ``side``: the JSON texts of ``run.labels`` and
+    ``run.acceptance_rule`` (None when absent or null), read from their own
+    text later. ``invalid_utf8``: the text holds bytes that were not UTF-8
+    (as surrogate escapes).
     """
     try:
         parsed = parse_json(text)
     except (ValueError, RecursionError) as exc:
         code = _not_json_code(text, exc, unterminated)
         note = " (the text also holds bytes that are not UTF-8)" if invalid_utf8 else ""
-        return None, [], Rejected(pos, code, f"not valid JSON{note}: {exc}")
+        return Sanitized(None, [], Rejected(pos, code, f"not valid JSON{note}: {exc}"))
     uni = _Unicode(pos, invalid_utf8)
     doc = uni.fix(parsed, "$")
     for f in uni.findings:
         if f.json_path in _KEY_PATHS:
-            return None, [], Rejected(pos, f.code, f.message, f.json_path)
+            return Sanitized(None, [], Rejected(pos, f.code, f.message, f.json_path))
     if invalid_utf8 and not any(f.code == "invalid_utf8" for f in uni.findings):
-        return None, [], Rejected(pos, "invalid_utf8", "the text holds bytes that are not UTF-8")
+        return Sanitized(
+            None, [], Rejected(pos, "invalid_utf8", "the text holds bytes that are not UTF-8")
+        )
     if not isinstance(doc, dict):
         found = json_type(doc)
-        return None, [], Rejected(pos, "not_object", f"top level is {found}", "$")
+        return Sanitized(None, [], Rejected(pos, "not_object", f"top level is {found}", "$"))
     run = doc.get("run")
     if run is not None and not isinstance(run, dict):
         found = json_type(run)
         msg = f"run is {found}, expected an object"
-        return None, [], Rejected(pos, "missing_run", msg, "$.run")
+        return Sanitized(None, [], Rejected(pos, "missing_run", msg, "$.run"))
     cleaner = _Cleaner(pos)
     clean = cleaner.clean_struct(doc, DOCUMENT_DTYPE, "$")
-    # labels and the rule are read from their own text later: keep them
+    # labels and the rule are read from their own text later: hand them on
     # (a label whose value was just reported and nulled is left out, so it
     # is not reported again as a null label).
+    side: list[str | None] = [None, None]
     if isinstance(run, dict):
         labels = run.get("labels")
         if isinstance(labels, dict) and uni.nulled:
             run["labels"] = {
                 k: v for k, v in labels.items() if member_path("$.run.labels", k) not in uni.nulled
             }
-        for key in ("labels", "acceptance_rule"):
-            if key in run:
-                clean.setdefault("run", {})[key] = run[key]
-    return orjson.dumps(clean).decode(), uni.findings + cleaner.findings, None
+        for i, key in enumerate(SIDE_KEYS):
+            if run.get(key) is not None:
+                side[i] = orjson.dumps(run[key]).decode()
+    findings = uni.findings + cleaner.findings
+    return Sanitized(orjson.dumps(clean).decode(), findings, None, (side[0], side[1]))
 
 
 def _decode(texts: pl.Series) -> pl.Series:
     # eager: for a few hundred lines a lazy query's start costs more than it saves
-    return texts.str.json_decode(DOCUMENT_DTYPE)
+    return texts.str.json_decode(DECODE_DTYPE)
 
 
 _Part = tuple[list[int], pl.Series]  # positions, docs
@@ -412,7 +442,7 @@ def decode_texts(
     clean_pos: list[int] = []
     clean_texts: list[str] = []
     for i in sorted(slow):
-        text, findings, rejected = sanitize(
+        text, findings, rejected, side = sanitize(
             raw.get(i, texts[i]), i, unterminated=i in unterminated, invalid_utf8=i in raw
         )
         if rejected is not None:
@@ -420,6 +450,7 @@ def decode_texts(
             continue
         assert text is not None
         result.findings += findings
+        result.side[i] = side
         clean_pos.append(i)
         clean_texts.append(text)
     if clean_texts:
@@ -432,7 +463,7 @@ def decode_texts(
         pl.DataFrame({"pos": pl.Series(pos, dtype=pl.UInt32), "doc": docs}) for pos, docs in parts
     ]
     if not frames:
-        frames = [pl.DataFrame(schema={"pos": pl.UInt32, "doc": DOCUMENT_DTYPE})]
+        frames = [pl.DataFrame(schema={"pos": pl.UInt32, "doc": DECODE_DTYPE})]
     frame = pl.concat(frames, rechunk=False)
     if clean_pos:  # the fast parts are in order; a nested sort only when slow ones join
         frame = frame.sort("pos")

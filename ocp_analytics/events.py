@@ -414,18 +414,21 @@ def ingest_events(
         done = {(s["resolved"], s["sha256"]) for r in records for s in r.get("event_sources", [])}
         seq = max((r["seq"] for r in records), default=0) + 1
         batch = _EventBatch(root, seq, _stored(root, records))
-        for source in found:
-            part = EventSourceSummary(source.path, source.size, source.sha256, source.resolved)
-            summary.sources.append(part)
-            if (source.resolved, source.sha256) in done:
-                part.skipped = True
-                continue
-            summary.quarantine_by_code.update(_ingest_source(source, part, batch))
-            done.add((source.resolved, source.sha256))
-        ingested = [s for s in summary.sources if not s.skipped]
-        if ingested:
-            batch.commit_events(ingested)
-            summary.batch_id = batch.batch_id
+        try:
+            for source in found:
+                part = EventSourceSummary(source.path, source.size, source.sha256, source.resolved)
+                summary.sources.append(part)
+                if (source.resolved, source.sha256) in done:
+                    part.skipped = True
+                    continue
+                summary.quarantine_by_code.update(_ingest_source(source, part, batch))
+                done.add((source.resolved, source.sha256))
+            ingested = [s for s in summary.sources if not s.skipped]
+            if ingested:
+                batch.commit_events(ingested)
+                summary.batch_id = batch.batch_id
+        finally:
+            batch.close()
     summary.seconds = time.perf_counter() - start
     if strict and summary.quarantined:
         raise StrictIngestError(

@@ -410,6 +410,7 @@ class _Ingest:
         finally:
             if self.pool is not None:
                 self.pool.shutdown(cancel_futures=True)
+            self.batch.close()
         self.progress.stop()
         return self.summary
 

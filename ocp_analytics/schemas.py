@@ -116,7 +116,8 @@ RUN_DTYPE = pl.Struct(
 
 # ``run.labels`` and ``run.acceptance_rule`` are deliberately absent: they are
 # read from their own JSON text (free keys; a rule's defects must mark it
-# invalid rather than fail the document).
+# invalid rather than fail the document). The decode marks only whether each
+# is an object (``decode.DECODE_DTYPE``).
 DOCUMENT_DTYPE = pl.Struct(
     {
         "ocp": _S,

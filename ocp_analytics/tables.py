@@ -8,6 +8,7 @@ null, never guessed; documents that are not readable runs become rows of
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import threading
 from dataclasses import dataclass, field
@@ -444,7 +445,7 @@ _RULE_DTYPES: dict[str, Any] = {
 
 
 def _load_member(text: str | None) -> Any:
-    """A member's JSON text (compact, from DuckDB) as Python.
+    """A member's JSON text as Python (raises ``ValueError`` when it is not JSON).
 
     orjson when its compact output gives the text back (then no member name
     repeats); else the slow reader, whose repeated names keep their first
@@ -484,37 +485,120 @@ def _duckdb() -> Any:
 
 _LOCK = threading.Lock()
 
+# The text of run.labels (an object of scalars) and run.acceptance_rule (one
+# level of nested objects) cut out of a document's text. A cut is used only
+# when it can be nothing else (see _cut_members); otherwise JSON paths read it.
+_CUT = {
+    "labels": r'"labels"\s*:\s*(\{[^{}]*\})',
+    "acceptance_rule": r'"acceptance_rule"\s*:\s*(\{(?:[^{}]|\{[^{}]*\})*\})',
+}
 
-def _side_members(docs: pl.DataFrame) -> pl.DataFrame:
-    """``run.labels`` and ``run.acceptance_rule`` of each document.
 
-    Both are free-form (free keys; a rule's defects must mark it invalid, not
-    fail the document), so they are pulled out as JSON text in one pass
-    (DuckDB's ``json_extract`` with two paths parses each document once) and
-    each distinct text is read and validated once in Python.
+def _cut_members(docs: pl.DataFrame) -> pl.DataFrame:
+    """``doc_id``, and the JSON text of ``run.labels`` / ``run.acceptance_rule``.
+
+    The decode tells whether each member is an object (``DECODE_DTYPE``).
+    Where it is, its text is cut from the document's text when that cut is
+    surely the member: its key occurs exactly once, literally (no ``\\u``
+    escape anywhere in the text, so the run's own key is that occurrence),
+    and the cut parses (checked per distinct text in :func:`_side_members`;
+    a cut that ends early ends inside a string, one that runs late has text
+    after the object: neither parses). Slow-path documents come with their
+    members read by the sanitizer. ``{key}_cut``: the cut; ``{key}_json``:
+    the text when known without a cut or a path read.
     """
+    text, run = pl.col("text"), pl.col("doc").struct.field("run")
+    plain = ~pl.col("slow") & ~text.str.contains("\\u", literal=True)
+    cols = []
+    for key, pattern in _CUT.items():
+        present = run.struct.field(key).is_not_null() & ~pl.col("slow")
+        once = text.str.count_matches(f'"{key}"', literal=True) == 1
+        cols.append(
+            pl.when(present & plain & once).then(text.str.extract(pattern, 1)).alias(f"{key}_cut")
+        )
+        cols.append(present.alias(f"{key}_present"))
+    return docs.select("pos", "doc_id", "slow", *cols)
+
+
+def _read_paths(texts: pl.DataFrame) -> pl.DataFrame:
+    """``labels_json``, ``rule_json`` of ``doc_id, text`` rows by JSON path (DuckDB)."""
     con = _duckdb()
-    con.register("texts", docs.select("doc_id", "text").to_arrow())
+    con.register("texts", texts.to_arrow())
     try:
-        members = con.sql(
+        return con.sql(
             "SELECT doc_id, x[1]::VARCHAR AS labels_json, x[2]::VARCHAR AS rule_json FROM "
             "(SELECT doc_id, json_extract(text, ['$.run.labels', '$.run.acceptance_rule']) AS x "
             "FROM texts)"
         ).pl()
     finally:
         con.unregister("texts")
-    label_texts = members.get_column("labels_json").unique().to_list()
-    label_rows = [_labels_of(_load_member(t)) for t in label_texts]
-    labels = pl.DataFrame(
+
+
+def _read_texts(texts: list[str | None]) -> dict[str | None, Any]:
+    """Each distinct text read as JSON (:func:`_load_member`); one that is not JSON is left out."""
+    out: dict[str | None, Any] = {}
+    for t in texts:
+        with contextlib.suppress(ValueError, RecursionError):
+            out[t] = _load_member(t)
+    return out
+
+
+def _side_members(
+    docs: pl.DataFrame, slow: dict[int, tuple[str | None, str | None]]
+) -> pl.DataFrame:
+    """``run.labels`` and ``run.acceptance_rule`` of each document.
+
+    Both are free-form (free keys; a rule's defects must mark it invalid, not
+    fail the document), so each is taken as JSON text: cut from the
+    document's text (:func:`_cut_members`), by JSON path where a cut is not
+    sure (rare), from the sanitizer on the slow path. Each distinct text is
+    read and validated once in Python.
+    """
+    cut = _cut_members(docs)
+    labels = _read_texts(cut.get_column("labels_cut").unique().to_list())
+    rules = _read_texts(cut.get_column("acceptance_rule_cut").unique().to_list())
+    lab, rul = pl.col("labels_cut"), pl.col("acceptance_rule_cut")
+    lab_ok = lab.is_not_null() & lab.is_in([t for t in labels if t is not None])
+    rul_ok = rul.is_not_null() & rul.is_in([t for t in rules if t is not None])
+    unsure = (pl.col("labels_present") & ~lab_ok) | (pl.col("acceptance_rule_present") & ~rul_ok)
+    members = cut.filter(~unsure & ~pl.col("slow")).select(
+        "doc_id",
+        pl.when(lab_ok).then(lab).alias("labels_json"),
+        pl.when(rul_ok).then(rul).alias("rule_json"),
+    )
+    parts = [members]
+    slow_rows = cut.filter(pl.col("slow")).select("pos", "doc_id")
+    if slow_rows.height:
+        pos = slow_rows.get_column("pos").to_list()
+        parts.append(
+            slow_rows.select(
+                "doc_id",
+                pl.Series("labels_json", [slow[p][0] for p in pos], dtype=pl.String),
+                pl.Series("rule_json", [slow[p][1] for p in pos], dtype=pl.String),
+            )
+        )
+    need = cut.filter(unsure & ~pl.col("slow")).select("doc_id")
+    if need.height:
+        parts.append(_read_paths(docs.join(need, on="doc_id").select("doc_id", "text")))
+    members = pl.concat(parts)
+    if len(parts) > 1:  # texts not cut: read them too
+        extra = pl.concat(parts[1:])
+        labels.update(_read_texts(extra.get_column("labels_json").unique().to_list()))
+        rules.update(_read_texts(extra.get_column("rule_json").unique().to_list()))
+    labels[None] = None
+    rules[None] = None
+    label_texts = list(labels)
+    label_rows = [_labels_of(labels[t]) for t in label_texts]
+    label_frame = pl.DataFrame(
         {
             "labels_json": pl.Series(label_texts, dtype=pl.String),
             "labels": pl.Series([r[0] for r in label_rows], dtype=_LABELS_DTYPE),
             "labels_problems": pl.Series([r[1] for r in label_rows], dtype=_PROBLEMS_DTYPE),
         }
     )
-    rule_texts = members.get_column("rule_json").unique().to_list()
-    rule_rows = [_rule_of(_load_member(t)) for t in rule_texts]
-    rules = pl.DataFrame(
+    rule_texts = list(rules)
+    rule_rows = [_rule_of(rules[t]) for t in rule_texts]
+    rule_frame = pl.DataFrame(
         {
             "rule_json": pl.Series(rule_texts, dtype=pl.String),
             **{
@@ -524,8 +608,8 @@ def _side_members(docs: pl.DataFrame) -> pl.DataFrame:
         }
     )
     return (
-        members.join(labels, on="labels_json", how="left", nulls_equal=True)
-        .join(rules, on="rule_json", how="left", nulls_equal=True)
+        members.join(label_frame, on="labels_json", how="left", nulls_equal=True)
+        .join(rule_frame, on="rule_json", how="left", nulls_equal=True)
         .drop("labels_json", "rule_json")
     )
 
@@ -677,7 +761,7 @@ def build_tables(dec: Decoded, meta: ChunkMeta, doc_id_base: int, batch_id: str)
             dtype=pl.String,
         ),
     )
-    side = _side_members(docs).lazy()
+    side = _side_members(docs, dec.side).lazy()
     lazy_docs = docs.lazy()
     runs, found = _runs(lazy_docs, side, meta, batch_id)
     rules, f_rules = _rules(lazy_docs, side)

@@ -75,7 +75,7 @@ def test_issue9_bytes_that_are_not_utf8_are_a_finding_never_a_replacement() -> N
 
 
 def test_issue9_bytes_that_are_not_utf8_outside_a_string_are_not_json() -> None:
-    _, _, rejected = sanitize('{"ocp": "0.3",\udcff "run": {}}', 0, invalid_utf8=True)
+    _, _, rejected, _ = sanitize('{"ocp": "0.3",\udcff "run": {}}', 0, invalid_utf8=True)
     assert isinstance(rejected, Rejected)
     assert rejected.code == "not_json"
     assert "the text also holds bytes that are not UTF-8" in rejected.message
@@ -103,13 +103,13 @@ def test_issue9_integer_beyond_64_bits_reads_as_a_number() -> None:
 
 
 def test_issue9_nan_literal_is_not_json() -> None:
-    _, _, rejected = sanitize('{"ocp": "0.3", "run": {"id": "r1", "title": NaN}}', 0)
+    _, _, rejected, _ = sanitize('{"ocp": "0.3", "run": {"id": "r1", "title": NaN}}', 0)
     assert rejected is not None and rejected.code == "not_json"
 
 
 def test_issue9_null_element_on_the_slow_path_is_one_finding() -> None:
     text = '{"ocp": "0.3", "run": {"id": "r1", "signals": [null, true]}}'
-    clean, findings, rejected = sanitize(text, 3)
+    clean, findings, rejected, _ = sanitize(text, 3)
     assert rejected is None and clean is not None
     assert findings == [
         Finding(

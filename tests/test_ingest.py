@@ -464,3 +464,63 @@ def test_parse_timestamp_reads_what_the_reference_reads(text: str | None) -> Non
     got = pl.LazyFrame({"t": [text]}, schema={"t": pl.String})
     value = got.select(parse_timestamp(pl.col("t"))).collect().item()
     assert value == parse_ts(text)
+
+
+_R = '{"name": "r", "requires": ["tests"]}'
+# (document text, labels as {key: value}, recorded rule name or None): each one
+# a text where cutting the member out of the text would go wrong if trusted.
+_SIDE_CASES = [
+    (
+        '{"ocp":"0.3","run":{"id":"a","labels":{"t":"x}y"},"acceptance_rule":' + _R + "}}",
+        {"t": "x}y"},
+        "r",
+    ),
+    ('{"ocp":"0.3","run":{"id":"a","labels":{"t":"{"}}}', {"t": "{"}, None),
+    ('{"ocp":"0.3","attempts":[{"labels":{"t":"wrong"}}],"run":{"id":"a"}}', None, None),
+    (
+        '{"ocp":"0.3","attempts":[{"labels":{"t":"wrong"}}],"run":{"id":"a","labels":{"t":"ok"}}}',
+        {"t": "ok"},
+        None,
+    ),
+    (
+        '{"ocp":"0.3","attempts":[{"labels":{}}],"run":{"id":"a","lab\\u0065ls":{"t":"ok"}}}',
+        {"t": "ok"},
+        None,
+    ),
+    ('{"ocp":"0.3","run":{"id":"a","labels":{"t":"ok","t":"second"}}}', {"t": "ok"}, None),
+    ('{"ocp":"0.3","run":{"id":"a","labels":\n {"t" : "ok"} }}', {"t": "ok"}, None),
+    (
+        '{"ocp":"0.3","run":{"id":"a","acceptance_rule":{"name":"deep","score":{"name":"s",'
+        '"target":0.5,"x":{"y":{}}}}}}',
+        None,
+        "deep",
+    ),
+    ('{"ocp":"0.3","run":{"id":"a","acceptance_rule":{"name":"b}","definition":"{"}}}', None, "b}"),
+    (
+        '{"ocp":"0.3","run":{"id":"a","acceptance_rule":{"name":"x"},"acceptance_rule":{"name":"y"}}}',
+        None,
+        "x",
+    ),
+    (
+        '{"ocp":"0.3","run":{"id":"a","labels":{"t":"ok"},"title":"\\"labels\\": {}"}}',
+        {"t": "ok"},
+        None,
+    ),
+    ('{"ocp":"0.3","run":{"id":"a","labels":{"t":"\\u00e9"},"title":true}}', {"t": "é"}, None),
+]
+
+
+@pytest.mark.parametrize(("text", "labels", "rule"), _SIDE_CASES)
+def test_labels_and_rule_are_read_from_the_run_itself(
+    text: str, labels: dict[str, str] | None, rule: str | None
+) -> None:
+    from ocp_analytics.ingest import read_documents
+
+    tables = read_documents([text])
+    runs = tables["runs"].collect()
+    assert runs.height == 1
+    got = runs.get_column("labels").to_list()[0]
+    assert got == labels
+    names = tables["rules"].collect().get_column("name").to_list()
+    assert names == ([] if rule is None else [rule])
+    assert runs.get_column("rule_name").to_list() == [rule]
