@@ -504,11 +504,12 @@ def _cut_members(docs: pl.DataFrame) -> pl.DataFrame:
     and the cut parses (checked per distinct text in :func:`_side_members`;
     a cut that ends early ends inside a string, one that runs late has text
     after the object: neither parses). Slow-path documents come with their
-    members read by the sanitizer. ``{key}_cut``: the cut; ``{key}_json``:
-    the text when known without a cut or a path read.
+    members read by the sanitizer, so none is cut. Columns: ``pos``,
+    ``doc_id``, ``slow``, and per key ``{key}_cut`` (the cut, or null) and
+    ``{key}_present`` (an object on the fast path).
     """
     text, run = pl.col("text"), pl.col("doc").struct.field("run")
-    plain = ~pl.col("slow") & ~text.str.contains("\\u", literal=True)
+    plain = ~text.str.contains("\\u", literal=True)
     cols = []
     for key, pattern in _CUT.items():
         present = run.struct.field(key).is_not_null() & ~pl.col("slow")
@@ -535,7 +536,7 @@ def _read_paths(texts: pl.DataFrame) -> pl.DataFrame:
 
 
 def _read_texts(texts: list[str | None]) -> dict[str | None, Any]:
-    """Each distinct text read as JSON (:func:`_load_member`); one that is not JSON is left out."""
+    """Each distinct cut read as JSON (:func:`_load_member`); one that is not JSON is left out."""
     out: dict[str | None, Any] = {}
     for t in texts:
         with contextlib.suppress(ValueError, RecursionError):
@@ -581,10 +582,12 @@ def _side_members(
     if need.height:
         parts.append(_read_paths(docs.join(need, on="doc_id").select("doc_id", "text")))
     members = pl.concat(parts)
-    if len(parts) > 1:  # texts not cut: read them too
+    if len(parts) > 1:  # texts not cut, written by a JSON writer: read them too
         extra = pl.concat(parts[1:])
-        labels.update(_read_texts(extra.get_column("labels_json").unique().to_list()))
-        rules.update(_read_texts(extra.get_column("rule_json").unique().to_list()))
+        for t in extra.get_column("labels_json").unique().to_list():
+            labels[t] = _load_member(t)
+        for t in extra.get_column("rule_json").unique().to_list():
+            rules[t] = _load_member(t)
     labels[None] = None
     rules[None] = None
     label_texts = list(labels)
