@@ -1,5 +1,11 @@
 """ocp-analytics: columnar analytics for OCP run documents."""
 
+# before anything imports polars: its allocator reads this once (see _allocator)
+from ocp_analytics._allocator import keep_freed_pages
+
+keep_freed_pages()
+
+# ruff: noqa: E402
 from ocp_analytics._version import __version__
 from ocp_analytics.api import (
     acceptance,

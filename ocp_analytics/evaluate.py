@@ -10,8 +10,10 @@ the slice size, whatever the dataset's size.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from typing import Protocol
 
@@ -225,6 +227,16 @@ def windowed(tables: Tables, since: datetime | None, until: datetime | None) -> 
     return out
 
 
+def _hand_over(frames: Sequence[pl.LazyFrame], cols: Sequence[str], sinks: Sequence[Sink]) -> None:
+    """Collect each rule's decisions of one slice and give them to every sink, in order."""
+    for frame in frames:
+        # a projection over in-memory features: the in-memory engine
+        # spends 6 % less CPU here than the streaming one (500k runs)
+        decisions = frame.select(cols).collect(engine="in-memory")
+        for sink in sinks:
+            sink.add(decisions)
+
+
 def run(
     dataset: object,
     rules: Sequence[Rule],
@@ -242,24 +254,39 @@ def run(
 
     ``carry`` builds the carried expressions from the ``runs`` schema (for
     group columns). Only the columns the sinks read are computed.
+
+    Two slices are in flight at most: while one thread collects a slice's
+    rules and hands them to the sinks (always from that one thread, slice
+    after slice, rule after rule), this one computes the next slice's shared
+    features. Both release the GIL in polars, so the two cores stay busy
+    (at 2M runs x 20 rules the shared work was otherwise a third of the
+    wall time with one core idle).
     """
     wanted = list(dict.fromkeys(c for s in sinks for c in s.columns))
     parts = list(slices(dataset, slice_runs))
     exprs: Sequence[pl.Expr] | None = None
-    for i, frames in enumerate(parts, 1):
-        if exprs is None:
-            exprs = carry(frames["runs"].collect_schema()) if carry else ()
-        tables = windowed(frames, since, until)
-        carried = [e.meta.output_name() for e in exprs]
-        cols = [c for c in wanted if c in OUTPUT_SCHEMA] + carried
-        frames_ = decide(
-            tables, rules, as_of, recorded=recorded, carry=exprs, reasons="reasons" in cols
-        )
-        for frame in frames_:
-            # a projection over in-memory features: the in-memory engine
-            # spends 6 % less CPU here than the streaming one (500k runs)
-            decisions = frame.select(cols).collect(engine="in-memory")
-            for sink in sinks:
-                sink.add(decisions)
-        if progress is not None:
-            progress(i, len(parts))
+    with ThreadPoolExecutor(1, thread_name_prefix="ocp-rules") as pool:
+        handing: Future[None] | None = None
+        try:
+            for i, frames in enumerate(parts, 1):
+                if exprs is None:
+                    exprs = carry(frames["runs"].collect_schema()) if carry else ()
+                tables = windowed(frames, since, until)
+                carried = [e.meta.output_name() for e in exprs]
+                cols = [c for c in wanted if c in OUTPUT_SCHEMA] + carried
+                decided = decide(
+                    tables, rules, as_of, recorded=recorded, carry=exprs, reasons="reasons" in cols
+                )
+                if handing is not None:
+                    handing.result()  # the previous slice is in the sinks (or raises)
+                    if progress is not None:
+                        progress(i - 1, len(parts))
+                handing = pool.submit(_hand_over, decided, cols, sinks)
+            if handing is not None:
+                handing.result()
+                if progress is not None:
+                    progress(len(parts), len(parts))
+        finally:
+            if handing is not None and not handing.done():
+                with contextlib.suppress(Exception):  # the error raised above wins
+                    handing.result()

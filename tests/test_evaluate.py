@@ -86,6 +86,66 @@ def test_issue12_a_failed_write_raises_and_leaves_no_file(
     assert not list(ds.parent.glob(".failed.parquet.*"))
 
 
+def test_issue12_pipelined_loop_keeps_sink_order_and_progress(
+    generated: tuple[Path, Path],
+) -> None:
+    """Two slices in flight: sinks still see slice then rule, from one thread."""
+    import threading
+
+    from ocp_analytics.evaluate import run
+
+    ds, rules = generated
+    alt, when = resolve_rules(rules), resolve_as_of(AS_OF)
+
+    class Record:
+        columns = ("run_id", "rule")
+
+        def __init__(self) -> None:
+            self.frames: list[pl.DataFrame] = []
+            self.threads: set[int] = set()
+
+        def add(self, decisions: pl.DataFrame) -> None:
+            self.threads.add(threading.get_ident())
+            self.frames.append(decisions)
+
+    sink, seen = Record(), []
+    run(ds, alt, when, [sink], slice_runs=250, progress=lambda i, n: seen.append((i, n)))
+    parts = list(slices(ds, 250))
+    assert seen == [(i, len(parts)) for i in range(1, len(parts) + 1)]
+    assert len(sink.threads) == 1 and len(sink.frames) == len(parts) * 7
+    want = [
+        frame.select("run_id", "rule").sort("run_id")
+        for part in parts
+        for frame in evaluate_slice(
+            {k: v.collect() for k, v in part.items()}, alt, when
+        ).partition_by("rule", maintain_order=True)
+    ]
+    for got, expected in zip(sink.frames, want, strict=True):
+        assert_frame_equal(got.sort("run_id"), expected)
+
+
+def test_issue12_an_error_in_a_later_slice_stops_the_loop(
+    generated: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A slice failing while the previous one is handed over raises its own error."""
+    from ocp_analytics import evaluate
+
+    ds, rules = generated
+    real, calls = evaluate.decide, []
+
+    def failing(*a: object, **k: object) -> object:
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("slice 3 is broken")
+        return real(*a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(evaluate, "decide", failing)
+    out = ds.parent / "stopped.parquet"
+    with pytest.raises(RuntimeError, match="slice 3 is broken"):
+        oa.write_acceptance(ds, out, rules, as_of=AS_OF, slice_runs=250)
+    assert not out.exists() and not list(ds.parent.glob(".stopped.parquet.*"))
+
+
 def test_slices_of_only_superseded_runs(tmp_path: Path) -> None:
     """A batch whose runs were all replaced later gives empty slices: still exact."""
     ds = tmp_path / "ds"
