@@ -52,7 +52,7 @@ OUTPUT_SCHEMA = dict(polars_schema("acceptance"))
 assert list(OUTPUT_SCHEMA) == ACCEPTANCE.names
 _APOS = ATTEMPT_FIELDS["pos"]
 
-__all__ = ["OUTPUT_SCHEMA", "SEP", "TIER_RANK", "decide", "turned_by_late_event"]
+__all__ = ["CODED", "OUTPUT_SCHEMA", "SEP", "TIER_RANK", "decide", "turned_by_late_event"]
 
 
 # Per-row words and numbers of a small integer code are gathered from a
@@ -61,6 +61,13 @@ __all__ = ["OUTPUT_SCHEMA", "SEP", "TIER_RANK", "decide", "turned_by_late_event"
 _TIER_WORDS = pl.Series(OUTCOME_TIERS, dtype=pl.String)
 _TIER_QS = pl.Series([TIER_Q[t] for t in OUTCOME_TIERS], dtype=pl.Float64)
 _OUTCOMES = pl.Series(["accepted", "rejected", "unknown"], dtype=pl.String)
+# The same words as Enum columns, for a sink that takes texts dictionary-coded
+# (``decide(..., coded=True)``): the Parquet writer writes a dictionary column's
+# codes as they are instead of hashing each row's text (measured in
+# benchmarks/RESULTS.md).
+_TIER_ENUM = _TIER_WORDS.cast(pl.Enum(OUTCOME_TIERS))
+_OUTCOME_ENUM = _OUTCOMES.cast(pl.Enum(_OUTCOMES.to_list()))
+CODED = ("rule", "outcome", "tier")  # the texts decide(..., coded=True) gives as Enum
 
 
 def tier_word(rank: pl.Expr) -> pl.Expr:
@@ -125,6 +132,7 @@ def _finish(
     coded: _Words,
     *,
     reasons: bool = True,
+    rule: str | None = None,
 ) -> pl.LazyFrame:
     """Summaries → ``outcome, reasons, tier, q``, the attempt at acceptance, ``window_open``.
 
@@ -133,6 +141,8 @@ def _finish(
     a counted excluded event (``late``) then rejects; an unreadable rule is
     unknown (``invalid_rule``), a missing one too (``no_rule``). With
     ``reasons`` false the ``reasons`` column is left null (rates need none).
+    With ``rule`` (the name every row of the summary has), the texts of
+    :data:`CODED` are Enum columns, the rest as :data:`OUTPUT_SCHEMA` says.
     """
     valid = pl.col("valid").fill_null(False)
     n_parts = pl.col("n_parts").fill_null(0)
@@ -143,7 +153,7 @@ def _finish(
         valid & ~late & (n_parts > 0) & ~failed & (pl.col("n_pass") == n_parts).fill_null(False)
     )
     code = pl.when(accepted).then(0).when(rejected).then(1).otherwise(2)
-    outcome = pl.lit(_OUTCOMES).gather(code)
+    outcome = pl.lit(_OUTCOMES if rule is None else _OUTCOME_ENUM).gather(code)
     rank = (
         pl.when(valid)
         .then(pl.max_horizontal(pl.col("used_rank"), pl.col("ev_rank")))
@@ -152,13 +162,13 @@ def _finish(
     decided = accepted & pl.col(_APOS).is_not_null()
     if not reasons:
         summary = summary.with_columns(pl.lit(None, pl.List(pl.String)).alias("reasons"))
-        return _output_columns(summary, outcome, rank, decided, as_of, carried)
+        return _output_columns(summary, outcome, rank, decided, as_of, carried, rule)
     say = pl.when(pl.col("valid").is_null()).then(0).when(~valid).then(1)
     if coded.lut is not None:
         lut = pl.concat([_NOT_APPLICABLE, coded.lut], rechunk=True)
         index = say.otherwise(pl.col("_ix") + len(_NOT_APPLICABLE))
         summary = summary.with_columns(pl.lit(lut).gather(index).alias("reasons"))
-        return _output_columns(summary, outcome, rank, decided, as_of, carried)
+        return _output_columns(summary, outcome, rank, decided, as_of, carried, rule)
     # Rows sharing a key share their words: the words of each distinct key
     # are made once and joined back.
     assert coded.words is not None
@@ -175,7 +185,7 @@ def _finish(
         ]
     )
     summary = summary.join(lists, on=keys, how="left", maintain_order="left")
-    return _output_columns(summary, outcome, rank, decided, as_of, carried)
+    return _output_columns(summary, outcome, rank, decided, as_of, carried, rule)
 
 
 def _output_columns(
@@ -185,14 +195,17 @@ def _output_columns(
     decided: pl.Expr,
     as_of: datetime,
     carried: Sequence[str],
+    rule: str | None = None,
 ) -> pl.LazyFrame:
     valid = pl.col("valid").fill_null(False)
+    coded = rule is not None
+    tier = pl.lit(_TIER_ENUM).gather(rank) if coded else tier_word(rank)
     return summary.select(
         "run_id",
-        "rule",
+        pl.lit(rule, pl.Enum([rule])).alias("rule") if rule is not None else pl.col("rule"),
         outcome.alias("outcome"),
         "reasons",
-        tier_word(rank).alias("tier"),
+        tier.alias("tier"),
         tier_q(rank).alias("q"),
         pl.when(decided).then(pl.col("aid")).alias("accepted_attempt"),
         pl.when(decided).then(pl.col(_APOS)).alias("attempts_to_acceptance"),
@@ -203,7 +216,7 @@ def _output_columns(
         ),
         pl.lit(as_of).dt.cast_time_unit("us").alias("as_of"),
         *carried,
-    ).cast({k: v for k, v in OUTPUT_SCHEMA.items()})
+    ).cast({k: v for k, v in OUTPUT_SCHEMA.items() if not (coded and k in CODED)})
 
 
 def turned_by_late_event() -> pl.Expr:
@@ -822,6 +835,7 @@ def decide(
     recorded: bool = True,
     carry: Sequence[pl.Expr] = (),
     reasons: bool = True,
+    coded: bool = False,
 ) -> list[pl.LazyFrame]:
     """Acceptance rows of one set of runs: a frame for the recorded rules, one per rule.
 
@@ -833,9 +847,15 @@ def decide(
     time. ``carry`` are named expressions over ``runs`` (for example group
     columns) added to every row; their names start with ``_`` so they cannot
     shadow a column the evaluation reads. With ``reasons`` false the
-    ``reasons`` column is left null.
+    ``reasons`` column is left null. With ``coded`` the texts of
+    :data:`CODED` are Enum columns (the same words; each frame's ``rule``
+    an Enum of its one name).
     """
     carried = _carried(carry)
+
+    def coded_as(name: str) -> str | None:
+        return name if coded else None
+
     runs, signals, attempts = tables["runs"], tables["signals"], tables["attempts"]
     own = _distinct_recorded(tables["rules"]) if recorded else None
     compiled = list(rules) + (own[0] if own else [])
@@ -888,13 +908,15 @@ def decide(
         summary = _recorded_summary(
             run_rows.lazy(), verdicts.lazy(), scores.lazy(), ev, tables["rules"], as_of, carried
         )
-        frames.append(_finish(summary, as_of, carried, _TEXT_WORDS, reasons=reasons))
+        frames.append(
+            _finish(summary, as_of, carried, _TEXT_WORDS, reasons=reasons, rule=coded_as(RECORDED))
+        )
     elif own is not None:
         rid = pl.col("_rid")
         numbered = [(len(rules) + j, r) for j, r in enumerate(own[0])]
-        coded, offsets = _compiled_words(numbered, c, late_words, rid=True, wanted=reasons)
-        n_codes = sum(k.startswith("_pc") for k in coded.keys)
-        parts = [_unruled_summary(wide.filter(rid.is_null()), carried, coded.keys)]
+        words, offsets = _compiled_words(numbered, c, late_words, rid=True, wanted=reasons)
+        n_codes = sum(k.startswith("_pc") for k in words.keys)
+        parts = [_unruled_summary(wide.filter(rid.is_null()), carried, words.keys)]
         parts += [
             _alternative_summary(
                 wide.filter(rid == j),
@@ -909,11 +931,15 @@ def decide(
             for j, (k, r) in enumerate(numbered)
         ]
         summary = pl.concat(parts, how="vertical_relaxed")
-        frames.append(_finish(summary, as_of, carried, coded, reasons=reasons))
+        frames.append(
+            _finish(summary, as_of, carried, words, reasons=reasons, rule=coded_as(RECORDED))
+        )
     for k, r in enumerate(rules):
-        coded, offsets = _compiled_words([(k, r)], c, late_words, wanted=reasons)
+        words, offsets = _compiled_words([(k, r)], c, late_words, wanted=reasons)
         summary = _alternative_summary(
             wide, r, k, c, carried, offset=None if offsets is None else offsets[0]
         )
-        frames.append(_finish(summary, as_of, carried, coded, reasons=reasons))
+        frames.append(
+            _finish(summary, as_of, carried, words, reasons=reasons, rule=coded_as(r.name))
+        )
     return frames

@@ -7,6 +7,7 @@ with the sinks it needs.
 
 from __future__ import annotations
 
+import base64
 import uuid
 import warnings
 from collections import deque
@@ -16,8 +17,9 @@ from datetime import datetime
 from pathlib import Path
 
 import polars as pl
+import pyarrow as pa
 
-from ocp_analytics.acceptance import OUTPUT_SCHEMA, turned_by_late_event
+from ocp_analytics.acceptance import CODED, OUTPUT_SCHEMA, turned_by_late_event
 from ocp_analytics.evaluate import SLICE_RUNS, run
 from ocp_analytics.exceptions import OcpAnalyticsError, hint
 from ocp_analytics.rates import (
@@ -70,6 +72,37 @@ _STATISTICS = [
 ]
 
 
+_CODES = pa.dictionary(pa.uint8(), pa.large_string())
+
+
+def _as_written(schema: pa.Schema, coded: Sequence[str] = CODED) -> pa.Schema:
+    """The schema the writer is handed: texts as string views, ``coded`` as dictionaries.
+
+    Both come from polars without a copy (string views, Enum columns); the
+    writer encodes them into the same Parquet columns as the large strings
+    of ``schema`` (a dictionary's codes as they are, instead of hashing each
+    row's text again).
+
+    Examples
+    --------
+    >>> _as_written(ACCEPTANCE).field("reasons").type
+    LargeListType(large_list<item: string_view>)
+    >>> _as_written(ACCEPTANCE).field("outcome").type
+    DictionaryType(dictionary<values=large_string, indices=uint8, ordered=0>)
+    """
+
+    def view(t: pa.DataType) -> pa.DataType:
+        if t == pa.large_string():
+            return pa.string_view()
+        if pa.types.is_large_list(t):
+            return pa.large_list(view(t.value_type))
+        return t
+
+    return pa.schema(
+        [pa.field(f.name, _CODES if f.name in coded else view(f.type), f.nullable) for f in schema]
+    )
+
+
 class _Writer:
     """Appends decisions to one Parquet file (atomically renamed at the end).
 
@@ -82,6 +115,7 @@ class _Writer:
     """
 
     columns = tuple(OUTPUT_SCHEMA)
+    coded = True  # rule, outcome and tier come as Enum columns
 
     def __init__(self, writer: object, schema: object, keep: pl.Expr | None = None) -> None:
         self.writer = writer
@@ -93,12 +127,14 @@ class _Writer:
         self._bytes = 0
 
     def add(self, decisions: pl.DataFrame) -> None:
-        import pyarrow as pa
-
         if self.keep is not None:
             decisions = decisions.filter(self.keep)
-        # converted on this thread: the writer's thread is the busier one
-        table = pa.Table.from_batches(decisions.to_arrow().to_batches(), schema=self.schema)
+        # Texts handed over as string views and Enum columns, without a copy
+        # (a 500k-row frame: 0.5 instead of 9 ms of CPU); the file declares
+        # them as large strings (see _as_written).
+        table = decisions.to_arrow(compat_level=pl.CompatLevel.newest())
+        if not table.schema.equals(self.schema):
+            table = table.cast(self.schema)
         self._wait(WRITE_AHEAD_BYTES - table.nbytes)
         write = self._pool.submit(self.writer.write_table, table)  # type: ignore[attr-defined]
         self._pending.append((write, table.nbytes))
@@ -236,10 +272,16 @@ def write_acceptance(
             hint(f"the folder {str(target.parent)!r} does not exist.", "create it first.")
         )
     tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
-    schema = ACCEPTANCE.with_metadata({b"ocp_analytics.as_of": when.isoformat().encode()})
+    meta = {b"ocp_analytics.as_of": when.isoformat().encode()}
+    views = _as_written(ACCEPTANCE)
     try:
-        with pq.ParquetWriter(tmp, schema, write_statistics=_STATISTICS) as writer:
-            sink = _Writer(writer, schema, turned_by_late_event() if late_only else None)
+        # The file's column types are those of ACCEPTANCE: readers take them
+        # from the footer's ARROW:schema, stored as pyarrow stores it (the
+        # schema's IPC form in base64), since the writer is given other ones.
+        with pq.ParquetWriter(
+            tmp, views, write_statistics=_STATISTICS, store_schema=False
+        ) as writer:
+            sink = _Writer(writer, views, turned_by_late_event() if late_only else None)
             try:
                 run(
                     dataset,
@@ -254,6 +296,8 @@ def write_acceptance(
                 )
             finally:
                 sink.close()
+            stored = base64.b64encode(ACCEPTANCE.with_metadata(meta).serialize().to_pybytes())
+            writer.add_key_value_metadata({b"ARROW:schema": stored, **meta})
         tmp.replace(target)
     finally:
         tmp.unlink(missing_ok=True)

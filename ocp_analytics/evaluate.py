@@ -39,7 +39,10 @@ class Sink(Protocol):
     """Receives the decisions of one rule for one slice, as a DataFrame.
 
     ``columns`` names the columns it reads (the loop computes only the union
-    of what its sinks read: rates need no reasons).
+    of what its sinks read: rates need no reasons). A sink may also have a
+    true ``coded`` attribute: it takes ``rule``, ``outcome`` and ``tier`` as
+    Enum columns (see :func:`~ocp_analytics.acceptance.decide`); they are
+    given so when every sink of the loop does.
     """
 
     @property
@@ -263,6 +266,7 @@ def run(
     wall time with one core idle).
     """
     wanted = list(dict.fromkeys(c for s in sinks for c in s.columns))
+    coded = bool(sinks) and all(getattr(s, "coded", False) for s in sinks)
     parts = list(slices(dataset, slice_runs))
     exprs: Sequence[pl.Expr] | None = None
     with ThreadPoolExecutor(1, thread_name_prefix="ocp-rules") as pool:
@@ -275,7 +279,13 @@ def run(
                 carried = [e.meta.output_name() for e in exprs]
                 cols = [c for c in wanted if c in OUTPUT_SCHEMA] + carried
                 decided = decide(
-                    tables, rules, as_of, recorded=recorded, carry=exprs, reasons="reasons" in cols
+                    tables,
+                    rules,
+                    as_of,
+                    recorded=recorded,
+                    carry=exprs,
+                    reasons="reasons" in cols,
+                    coded=coded,
                 )
                 if handing is not None:
                     handing.result()  # the previous slice is in the sinks (or raises)

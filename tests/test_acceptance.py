@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import copy
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
 
 import ocp_analytics as oa
 import tests.test_reference as base
 from ocp_analytics.ingest import read_documents
 from ocp_analytics.rules import rule_from_object
+from tests.conftest import AS_OF
 from tests.reference import RECORDED
 from tests.test_reference import *  # noqa: F403  (re-collect the literal tests)
 
@@ -187,3 +191,31 @@ def test_late_words_of_odd_event_names_keep_order_and_text() -> None:
             assert (row["outcome"], row["reasons"]) == (want["outcome"], want["reasons"])
     assert rows[("both", "recorded")]["reasons"] == ["late:x\x1fy", "late:re;vert"]
     assert rows[("other", "late")]["reasons"] == ["late:plain"]
+
+
+@pytest.mark.parametrize("path", ["compiled", "keys", "exploded"])
+def test_issue12_coded_texts_are_the_same_words(
+    generated: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    """decide(coded=True) gives rule, outcome and tier as Enum columns of the same words."""
+    import importlib
+
+    from ocp_analytics.evaluate import open_tables
+    from ocp_analytics.rules import resolve_rules
+    from ocp_analytics.timeaxis import resolve_as_of
+
+    acc = importlib.import_module("ocp_analytics.acceptance")
+    if path == "keys":
+        monkeypatch.setattr(acc, "_DENSE_MAX", 0)
+    if path == "exploded":
+        monkeypatch.setattr(acc, "RECORDED_COMPILED_MAX", 0)
+    ds, rules = generated
+    tables = open_tables(ds)[0]
+    alt, when = resolve_rules([rules, "tests+review"]), resolve_as_of(AS_OF)
+    plain = [f.collect() for f in acc.decide(tables, alt, when)]
+    coded = [f.collect() for f in acc.decide(tables, alt, when, coded=True)]
+    assert len(plain) == len(coded) == len(alt) + 1
+    for p, c in zip(plain, coded, strict=True):
+        assert all(isinstance(c.schema[k], pl.Enum) for k in acc.CODED)
+        words = c.with_columns(pl.col(acc.CODED).cast(pl.String))
+        assert_frame_equal(words.sort("run_id"), p.sort("run_id"))  # rows come in any order

@@ -44,6 +44,12 @@ def test_sliced_acceptance_file_equals_acceptance(generated: tuple[Path, Path]) 
     meta = pq.read_schema(out).metadata
     assert meta[b"ocp_analytics.as_of"] == b"2027-01-01T00:00:00+00:00"
     assert not list(ds.parent.glob(".acc.parquet.*"))
+    # written from string views, declared (and read back) as the package's types
+    from ocp_analytics.schemas import ACCEPTANCE
+
+    assert pq.read_schema(out).equals(ACCEPTANCE)
+    assert pq.read_table(out).schema.equals(ACCEPTANCE)
+    assert duckdb.sql(f"SELECT count(*) FROM read_parquet('{out}')").fetchall() == [(rows,)]
 
 
 def test_issue12_written_in_slice_then_rule_order(generated: tuple[Path, Path]) -> None:
