@@ -142,7 +142,9 @@ def _finish(
     unknown (``invalid_rule``), a missing one too (``no_rule``). With
     ``reasons`` false the ``reasons`` column is left null (rates need none).
     With ``rule`` (the name every row of the summary has), the texts of
-    :data:`CODED` are Enum columns, the rest as :data:`OUTPUT_SCHEMA` says.
+    :data:`CODED` are Enum columns, and so are the reasons' words where they
+    come from a table of outcomes (``coded.lut``); the rest is as
+    :data:`OUTPUT_SCHEMA` says.
     """
     valid = pl.col("valid").fill_null(False)
     n_parts = pl.col("n_parts").fill_null(0)
@@ -166,6 +168,9 @@ def _finish(
     say = pl.when(pl.col("valid").is_null()).then(0).when(~valid).then(1)
     if coded.lut is not None:
         lut = pl.concat([_NOT_APPLICABLE, coded.lut], rechunk=True)
+        if rule is not None:  # the words as an Enum of this table's words
+            words = lut.explode().drop_nulls().unique(maintain_order=True)
+            lut = lut.cast(pl.List(pl.Enum(words.to_list())))
         index = say.otherwise(pl.col("_ix") + len(_NOT_APPLICABLE))
         summary = summary.with_columns(pl.lit(lut).gather(index).alias("reasons"))
         return _output_columns(summary, outcome, rank, decided, as_of, carried, rule)
@@ -216,7 +221,7 @@ def _output_columns(
         ),
         pl.lit(as_of).dt.cast_time_unit("us").alias("as_of"),
         *carried,
-    ).cast({k: v for k, v in OUTPUT_SCHEMA.items() if not (coded and k in CODED)})
+    ).cast({k: v for k, v in OUTPUT_SCHEMA.items() if not (coded and k in (*CODED, "reasons"))})
 
 
 def turned_by_late_event() -> pl.Expr:
@@ -849,7 +854,7 @@ def decide(
     shadow a column the evaluation reads. With ``reasons`` false the
     ``reasons`` column is left null. With ``coded`` the texts of
     :data:`CODED` are Enum columns (the same words; each frame's ``rule``
-    an Enum of its one name).
+    an Enum of its one name), and ``reasons`` may be a list of Enum words.
     """
     carried = _carried(carry)
 
