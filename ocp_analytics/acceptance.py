@@ -238,7 +238,7 @@ def turned_by_late_event() -> pl.Expr:
     >>> acc.filter(turned_by_late_event()).height
     1
     """
-    word = pl.element()
+    word = pl.element().cast(pl.String)  # the words may be Enum (decide(..., coded=True))
     late = pl.col("reasons").list.eval(word.str.starts_with("late:")).list.any()
     failing = word.str.starts_with("failed:") | word.str.starts_with("below_target:")
     return (

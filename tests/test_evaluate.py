@@ -194,6 +194,12 @@ def test_sliced_evaluation_matches_late_events_in_every_slice(tmp_path: Path) ->
     sliced = pl.read_parquet(out).sort("run_id", "rule")
     assert_frame_equal(sliced, whole, check_dtypes=False)
     assert whole.filter(pl.col("reasons").list.contains("late:revert")).height >= 1
+    # late_only filters the writer's frames, whose words are dictionary-coded
+    late = tmp_path / "late.parquet"
+    rows = oa.write_acceptance(ds, late, "tests", as_of=AS_OF, slice_runs=4, late_only=True)
+    want = oa.acceptance(ds, "tests", as_of=AS_OF, late_only=True).collect()
+    assert rows == want.height >= 1
+    assert_frame_equal(pl.read_parquet(late).sort("run_id", "rule"), want.sort("run_id", "rule"))
 
 
 # --- the attempt each signal names, stored at ingest (#12) -------------------
