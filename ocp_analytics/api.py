@@ -72,6 +72,7 @@ _STATISTICS = [
 ]
 
 
+# CODED columns hold at most 4 words (rule: its one name), so 8-bit codes.
 _CODES = pa.dictionary(pa.uint8(), pa.large_string())
 _WORDS = pa.large_list(pa.dictionary(pa.uint32(), pa.large_string()))
 
@@ -141,16 +142,22 @@ class _Writer:
         self._bytes = 0
 
     def add(self, decisions: pl.DataFrame) -> None:
-        if self.keep is not None:
-            decisions = decisions.filter(self.keep)
         # Texts handed over as string views and Enum columns, without a copy
         # (a 500k-row frame: 0.5 instead of 9 ms of CPU); the file declares
         # them as large strings (see _as_written).
+        level = pl.CompatLevel.newest()
+        if self.keep is not None:
+            # the few rows kept are copied: views would hold (and count) the
+            # whole slice's text buffers until written
+            decisions = decisions.filter(self.keep)
+            level = pl.CompatLevel.oldest()
+        if decisions.height == 0:
+            return  # no empty row group
         reasons = decisions.get_column("reasons")
         if reasons.dtype == pl.List(pl.String):  # words not coded by decide: code them here
             words = reasons.explode().drop_nulls().unique(maintain_order=True)
             decisions = decisions.with_columns(reasons.cast(pl.List(pl.Enum(words.to_list()))))
-        table = decisions.to_arrow(compat_level=pl.CompatLevel.newest())
+        table = decisions.to_arrow(compat_level=level)
         if not table.schema.equals(self.schema):
             table = table.cast(self.schema)
         self._wait(WRITE_AHEAD_BYTES - table.nbytes)
@@ -250,9 +257,11 @@ def write_acceptance(
 ) -> int:
     """Write acceptance rows to one Parquet file, a slice of runs at a time.
 
-    Memory is bounded by ``slice_runs`` whatever the dataset's size: one
-    rule's rows for one slice are held at a time, and rows are written in
-    that order (slice, then rule; not sorted by run). ``as_of`` is also
+    Memory is bounded by ``slice_runs`` whatever the dataset's size: the
+    shared features of two slices at most (one being handed to the writer,
+    the next being computed) and up to :data:`WRITE_AHEAD_BYTES` of rows
+    waiting to be encoded. Rows are written slice by slice, rule by rule
+    (not sorted by run). ``as_of`` is also
     written into the file's metadata (``ocp_analytics.as_of``). The file
     appears atomically (written to a temporary name, then renamed).
 

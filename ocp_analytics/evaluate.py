@@ -4,8 +4,9 @@ For each slice of documents (a ``doc_id`` range, see :func:`doc_ranges`) the
 loop restricts the runs to the time window, calls :func:`evaluate_slice`
 (the pure per-slice function another executor, such as Spark, runs on its
 own partitions), and hands each rule's decisions to every sink: the Parquet
-writer, rate partials, flip partials, report partials. Memory is bounded by
-the slice size, whatever the dataset's size.
+writer, rate partials, flip partials, report partials. Two slices are in
+flight at most (see :func:`run`), so memory is bounded by the slice size,
+whatever the dataset's size.
 """
 
 from __future__ import annotations

@@ -293,3 +293,16 @@ def test_issue12_datasets_written_before_the_link_evaluate_the_same(
     signals = con.sql("SELECT * FROM signals").pl()
     assert signals.height == oa.scan_dataset(fresh).signals.collect().height
     assert signals.get_column("attempt_pos").null_count() == 0
+
+
+def test_issue12_nothing_selected_writes_an_empty_readable_file(tmp_path: Path) -> None:
+    """No run in the window: a file of the package's schema, no row group, as_of kept."""
+    from ocp_analytics.schemas import ACCEPTANCE
+
+    ds, out = tmp_path / "ds", tmp_path / "none.parquet"
+    oa.ingest(EXAMPLES, ds)
+    assert oa.write_acceptance(ds, out, "tests", as_of=AS_OF, until="2000-01-01") == 0
+    assert pq.ParquetFile(out).metadata.num_row_groups == 0
+    assert pq.read_schema(out).equals(ACCEPTANCE)
+    assert pq.read_schema(out).metadata[b"ocp_analytics.as_of"] == b"2027-01-01T00:00:00+00:00"
+    assert pl.read_parquet(out).height == 0
