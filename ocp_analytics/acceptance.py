@@ -52,7 +52,15 @@ OUTPUT_SCHEMA = dict(polars_schema("acceptance"))
 assert list(OUTPUT_SCHEMA) == ACCEPTANCE.names
 _APOS = ATTEMPT_FIELDS["pos"]
 
-__all__ = ["CODED", "OUTPUT_SCHEMA", "SEP", "TIER_RANK", "decide", "turned_by_late_event"]
+__all__ = [
+    "CODED",
+    "OUTPUT_SCHEMA",
+    "SEP",
+    "TIER_RANK",
+    "decide",
+    "enum_words",
+    "turned_by_late_event",
+]
 
 
 # Per-row words and numbers of a small integer code are gathered from a
@@ -68,6 +76,18 @@ _OUTCOMES = pl.Series(["accepted", "rejected", "unknown"], dtype=pl.String)
 _TIER_ENUM = _TIER_WORDS.cast(pl.Enum(OUTCOME_TIERS))
 _OUTCOME_ENUM = _OUTCOMES.cast(pl.Enum(_OUTCOMES.to_list()))
 CODED = ("rule", "outcome", "tier")  # the texts decide(..., coded=True) gives as Enum
+
+
+def enum_words(lists: pl.Series) -> pl.Series:
+    """Lists of words as lists of an Enum of their distinct words (first seen first).
+
+    Examples
+    --------
+    >>> enum_words(pl.Series([["failed:tests"], [], ["late:revert", "failed:tests"]])).dtype
+    List(Enum(categories=['failed:tests', 'late:revert']))
+    """
+    words = lists.explode().drop_nulls().unique(maintain_order=True)
+    return lists.cast(pl.List(pl.Enum(words.to_list())))
 
 
 def tier_word(rank: pl.Expr) -> pl.Expr:
@@ -169,8 +189,7 @@ def _finish(
     if coded.lut is not None:
         lut = pl.concat([_NOT_APPLICABLE, coded.lut], rechunk=True)
         if rule is not None:  # the words as an Enum of this table's words
-            words = lut.explode().drop_nulls().unique(maintain_order=True)
-            lut = lut.cast(pl.List(pl.Enum(words.to_list())))
+            lut = enum_words(lut)
         index = say.otherwise(pl.col("_ix") + len(_NOT_APPLICABLE))
         summary = summary.with_columns(pl.lit(lut).gather(index).alias("reasons"))
         return _output_columns(summary, outcome, rank, decided, as_of, carried, rule)

@@ -19,7 +19,7 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 
-from ocp_analytics.acceptance import CODED, OUTPUT_SCHEMA, turned_by_late_event
+from ocp_analytics.acceptance import CODED, OUTPUT_SCHEMA, enum_words, turned_by_late_event
 from ocp_analytics.evaluate import SLICE_RUNS, run
 from ocp_analytics.exceptions import OcpAnalyticsError, hint
 from ocp_analytics.rates import (
@@ -42,7 +42,8 @@ __all__ = ["acceptance", "attempts_distribution", "compare", "rates", "write_acc
 # frame may always wait). The writer encodes a 500k-row frame in ~55 ms, three
 # times as long as the frame takes to compute, so it falls behind while a
 # slice's rules are evaluated and catches up during the next slice's shared
-# work. Measured at 2M runs (wall, peak RSS): 20 rules 9.2 s / 1.8 GB with
+# work. Measured at 2M runs (wall, peak RSS; at 19b1d36, before frames were
+# handed over as views and dictionaries): 20 rules 9.2 s / 1.8 GB with
 # 384 MiB, 9.9 s / 1.6 GB with 256 MiB; 100 rules 34.8 s / 2.05 GB with 384
 # MiB, 36.1 s / 1.9 GB with 256 MiB. 256 MiB keeps both under 2 GB.
 WRITE_AHEAD_BYTES = 256 << 20
@@ -77,8 +78,8 @@ _CODES = pa.dictionary(pa.uint8(), pa.large_string())
 _WORDS = pa.large_list(pa.dictionary(pa.uint32(), pa.large_string()))
 
 
-def _as_written(schema: pa.Schema, coded: Sequence[str] = CODED) -> pa.Schema:
-    """The schema the writer is handed: texts as string views, ``coded`` and words as dictionaries.
+def _as_written(schema: pa.Schema) -> pa.Schema:
+    """The schema the writer is handed: texts as string views, CODED and words as dictionaries.
 
     Both come from polars without a copy (string views, Enum columns); the
     writer encodes them into the same Parquet columns as the large strings
@@ -93,17 +94,12 @@ def _as_written(schema: pa.Schema, coded: Sequence[str] = CODED) -> pa.Schema:
     DictionaryType(dictionary<values=large_string, indices=uint8, ordered=0>)
     """
 
-    def view(t: pa.DataType) -> pa.DataType:
-        if t == pa.large_string():
-            return pa.string_view()
-        if pa.types.is_large_list(t):
-            return pa.large_list(view(t.value_type))
-        return t
-
     def written(f: pa.Field) -> pa.DataType:
         if f.name == "reasons":
             return _WORDS
-        return _CODES if f.name in coded else view(f.type)
+        if f.name in CODED:
+            return _CODES
+        return pa.string_view() if f.type == pa.large_string() else f.type
 
     return pa.schema([pa.field(f.name, written(f), f.nullable) for f in schema])
 
@@ -130,7 +126,7 @@ class _Writer:
     """
 
     columns = tuple(OUTPUT_SCHEMA)
-    coded = True  # rule, outcome and tier come as Enum columns
+    coded = True  # rule, outcome, tier (and the reasons' words) may come as Enum columns
 
     def __init__(self, writer: object, schema: object, keep: pl.Expr | None = None) -> None:
         self.writer = writer
@@ -155,15 +151,15 @@ class _Writer:
             return  # no empty row group
         reasons = decisions.get_column("reasons")
         if reasons.dtype == pl.List(pl.String):  # words not coded by decide: code them here
-            words = reasons.explode().drop_nulls().unique(maintain_order=True)
-            decisions = decisions.with_columns(reasons.cast(pl.List(pl.Enum(words.to_list()))))
+            decisions = decisions.with_columns(enum_words(reasons))
         table = decisions.to_arrow(compat_level=level)
         if not table.schema.equals(self.schema):
             table = table.cast(self.schema)
-        self._wait(WRITE_AHEAD_BYTES - table.nbytes)
+        size = table.nbytes
+        self._wait(WRITE_AHEAD_BYTES - size)
         write = self._pool.submit(self.writer.write_table, table)  # type: ignore[attr-defined]
-        self._pending.append((write, table.nbytes))
-        self._bytes += table.nbytes
+        self._pending.append((write, size))
+        self._bytes += size
         self.rows += decisions.height
 
     def _wait(self, most: int) -> None:

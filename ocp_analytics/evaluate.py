@@ -11,7 +11,6 @@ whatever the dataset's size.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -270,34 +269,31 @@ def run(
     coded = bool(sinks) and all(getattr(s, "coded", False) for s in sinks)
     parts = list(slices(dataset, slice_runs))
     exprs: Sequence[pl.Expr] | None = None
+    # Leaving the pool waits for a hand-over still running, also when the
+    # loop raises (that error wins; the hand-over's, if any, stays unread).
     with ThreadPoolExecutor(1, thread_name_prefix="ocp-rules") as pool:
         handing: Future[None] | None = None
-        try:
-            for i, frames in enumerate(parts, 1):
-                if exprs is None:
-                    exprs = carry(frames["runs"].collect_schema()) if carry else ()
-                tables = windowed(frames, since, until)
-                carried = [e.meta.output_name() for e in exprs]
-                cols = [c for c in wanted if c in OUTPUT_SCHEMA] + carried
-                decided = decide(
-                    tables,
-                    rules,
-                    as_of,
-                    recorded=recorded,
-                    carry=exprs,
-                    reasons="reasons" in cols,
-                    coded=coded,
-                )
-                if handing is not None:
-                    handing.result()  # the previous slice is in the sinks (or raises)
-                    if progress is not None:
-                        progress(i - 1, len(parts))
-                handing = pool.submit(_hand_over, decided, cols, sinks)
+        for i, frames in enumerate(parts, 1):
+            if exprs is None:
+                exprs = carry(frames["runs"].collect_schema()) if carry else ()
+            tables = windowed(frames, since, until)
+            carried = [e.meta.output_name() for e in exprs]
+            cols = [c for c in wanted if c in OUTPUT_SCHEMA] + carried
+            decided = decide(
+                tables,
+                rules,
+                as_of,
+                recorded=recorded,
+                carry=exprs,
+                reasons="reasons" in cols,
+                coded=coded,
+            )
             if handing is not None:
-                handing.result()
+                handing.result()  # the previous slice is in the sinks (or raises)
                 if progress is not None:
-                    progress(len(parts), len(parts))
-        finally:
-            if handing is not None and not handing.done():
-                with contextlib.suppress(Exception):  # the error raised above wins
-                    handing.result()
+                    progress(i - 1, len(parts))
+            handing = pool.submit(_hand_over, decided, cols, sinks)
+        if handing is not None:
+            handing.result()
+            if progress is not None:
+                progress(len(parts), len(parts))
