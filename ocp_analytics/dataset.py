@@ -49,9 +49,16 @@ STAGING = "_staging"  # parts of a Spark ingest before its commit
 SIGNAL_LINKS = "signal_links"
 
 
-def write_parquet_atomic(table: pa.Table, path: str | Path | Store) -> None:
-    """Write a Parquet file atomically: a temporary name renamed into place, or one PUT."""
-    store(path).write_parquet(table)
+def write_parquet_atomic(
+    table: pa.Table, path: str | Path | Store, *, part_of: str | None = None
+) -> None:
+    """Write a Parquet file atomically: a temporary name renamed into place, or one PUT.
+
+    ``part_of``: the dataset table the file is a part of; its parts are
+    encoded as :func:`~ocp_analytics.schemas.parquet_options` says.
+    """
+    options = S.parquet_options(part_of) if part_of is not None else None
+    store(path).write_parquet(table, options=options)
 
 
 def is_dataset(path: str | Path | Store) -> bool:
@@ -397,7 +404,7 @@ class BatchWriter:
     def _write_part(self, part: list[tuple[str, list[pl.DataFrame], str]]) -> None:
         for table, frames, rel in part:
             arrow = pl.concat(frames).to_arrow().cast(S.TABLES[table])
-            write_parquet_atomic(arrow, self.root.child(rel))
+            write_parquet_atomic(arrow, self.root.child(rel), part_of=table)
 
     def wait(self) -> None:
         """Wait for the part being written (a failed write raises here)."""

@@ -45,7 +45,7 @@ from ocp_analytics import dataset as D
 from ocp_analytics import schemas as S
 from ocp_analytics.decode import decode_texts
 from ocp_analytics.exceptions import StrictIngestError, hint
-from ocp_analytics.sources import ReadProblem, Source, find_sources, read_chunks
+from ocp_analytics.sources import Digest, ReadProblem, Source, find_sources, read_chunks
 from ocp_analytics.storage import Store
 from ocp_analytics.tables import ChunkMeta, ChunkTables, build_tables, quarantine_frame
 
@@ -381,6 +381,7 @@ class _Ingest:
         self.summary = IngestSummary(root)
         self.summary.orphans_removed = D.remove_orphans(root, records)
         self.done = {(D.resolved_path(s), s["sha256"]) for r in records for s in r["sources"]}
+        self.done_paths = {path for path, _ in self.done}
         self.known = D.load_run_index(root, records)
         self.next_seq = max((r["seq"] for r in records), default=0) + 1
         self.batch = _Batch(root, self.next_seq)
@@ -393,16 +394,22 @@ class _Ingest:
         self.progress.start(sum(s.size for s in sources))
         try:
             for source in sources:
-                summary = SourceSummary(
-                    source.path, source.size, source.sha256, resolved=source.resolved
-                )
+                summary = SourceSummary(source.path, source.size, "", resolved=source.resolved)
                 self.summary.sources.append(summary)
-                if (source.resolved, source.sha256) in self.done:
-                    summary.skipped = True
-                    self.progress.advance(0, source.size)
-                    continue
-                self.ingest_source(source, summary)
-                self.done.add((source.resolved, source.sha256))
+                # A path never ingested cannot be skipped: its hash is taken while it
+                # is read. A path ingested before is hashed first: unchanged, skipped.
+                digest = None if source.resolved in self.done_paths else Digest()
+                if digest is None:
+                    summary.sha256 = source.sha256
+                    if (source.resolved, source.sha256) in self.done:
+                        summary.skipped = True
+                        self.progress.advance(0, source.size)
+                        continue
+                self.ingest_source(source, summary, digest)
+                if digest is not None:
+                    summary.sha256 = digest.hexdigest(source)
+                self.done.add((source.resolved, summary.sha256))
+                self.done_paths.add(source.resolved)
                 if self.batch.documents >= self.commit_docs:
                     self.commit()
             self.commit()
@@ -440,11 +447,11 @@ class _Ingest:
             return lambda: tables
         return self.pool.submit(_build, task).result
 
-    def ingest_source(self, source: Source, summary: SourceSummary) -> None:
+    def ingest_source(self, source: Source, summary: SourceSummary, digest: Digest | None) -> None:
         problems: list[ReadProblem] = []
         batch = self.batch
         batch.sources.append(summary)
-        for meta, cut in read_chunks(source, self.chunk_docs, problems):
+        for meta, cut in read_chunks(source, self.chunk_docs, problems, digest):
             n = len(meta.texts)
             summary.documents += n
             tables = self.build((meta, cut, batch.doc_id_base(n), batch.batch_id))

@@ -319,6 +319,42 @@ TABLES: dict[str, pa.Schema] = {
     "events": EVENTS,
 }
 
+# Parquet encoding of the dataset's parts. Only texts with few distinct values
+# are dictionary-encoded (ids, timestamps' texts, messages are plain: a
+# dictionary there is built, outgrown and dropped on every page, and zstd
+# packs them smaller anyway); min/max statistics only where a reader can prune
+# on them: numbers, instants and those few-valued texts. Measured on one part
+# of 20k runs (runs, attempts, signals): 158 -> 88 ms of CPU, 6.6 -> 5.6 MB.
+_FEW_VALUES = frozenset(
+    {
+        "ocp_version", "producer_name", "producer_version", "task_type", "task_subtype",
+        "repo", "org", "configuration_source", "provenance_kind", "rule_name", "source_path",
+        "batch_id", "node", "status", "outcome_result", "outcome_evidence", "model_raw",
+        "model_id", "effort", "harness", "role", "phase", "cause_type", "kind", "name", "unit",
+        "better", "scale", "at_attempt", "source_kind", "tier", "code", "score_name",
+        "score_better", "score_scale",
+    }
+)  # fmt: skip
+
+
+def parquet_options(table: str) -> dict[str, list[str]]:
+    """``pyarrow.parquet.write_table`` options for a part of ``table``.
+
+    Examples
+    --------
+    >>> o = parquet_options("signals")
+    >>> "kind" in o["use_dictionary"], "signal_id" in o["use_dictionary"]
+    (True, False)
+    >>> "observed_at" in o["write_statistics"], "value_json" in o["write_statistics"]
+    (True, False)
+    """
+    schema = TABLES[table]
+    few = [f.name for f in schema if f.name in _FEW_VALUES and f.type == STR]
+    plain = (STR, pa.large_string())
+    flat = [f.name for f in schema if f.type not in plain and not pa.types.is_nested(f.type)]
+    return {"use_dictionary": few, "write_statistics": flat + few}
+
+
 # Tables holding one version of a run's content, keyed by ``doc_id``.
 RUN_TABLES = ("runs", "attempts", "signals", "rules", "artifacts", "findings")
 

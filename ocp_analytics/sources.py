@@ -32,6 +32,7 @@ with its bad bytes kept (``ChunkMeta.raw``) and the decoder reports them.
 
 from __future__ import annotations
 
+import functools
 import glob
 import hashlib
 import os
@@ -65,12 +66,18 @@ HEAD = 1024
 
 @dataclass(frozen=True)
 class Source:
-    """One input file: its display path, the file to read, size and hash."""
+    """One input file: its display path, the file to read, size and hash.
+
+    ``digest``: the SHA-256 of its bytes when already known. Otherwise
+    :attr:`sha256` reads the file for it on first use; an ingest learns it
+    while reading the file instead (:class:`Digest`), so a new file is read
+    once, not twice.
+    """
 
     path: str  # as shown in tables and the manifest ("-" for stdin)
     file: Path
     size: int
-    sha256: str
+    digest: str | None = None
     resolved: str = ""  # the absolute, resolved path ("-" for stdin): re-ingest key
     error: str | None = None  # why the file cannot be read (one ``unreadable`` row)
     remote: Store | None = None  # the object, for a source in a store (``file``: its key)
@@ -78,6 +85,15 @@ class Source:
     def open(self) -> IO[bytes]:
         """The source's raw bytes (a local file or an object)."""
         return self.remote.open() if self.remote is not None else self.file.open("rb")
+
+    @functools.cached_property
+    def sha256(self) -> str:
+        """The SHA-256 of the source's bytes, hex ("" for a source that cannot be read)."""
+        if self.digest is not None:
+            return self.digest
+        if self.error is not None:
+            return ""
+        return _sha256(self.remote if self.remote is not None else self.file)
 
     @property
     def kind(self) -> str:
@@ -88,6 +104,69 @@ class Source:
         for c in COMPRESSED:
             name = name.removesuffix(c)
         return "json" if name.endswith(".json") else "ndjson"
+
+
+class Digest:
+    """The SHA-256 of a source, taken from the bytes as a read passes them.
+
+    Valid only when the read went from the first byte to the end of the
+    file; otherwise (a read stopped by a problem) :meth:`hexdigest` hashes
+    the file again, as :attr:`Source.sha256` would.
+
+    Examples
+    --------
+    >>> import io
+    >>> d = Digest()
+    >>> f = d.wrap(io.BytesIO(b"abc"))
+    >>> f.read(2) + f.read() + f.read()
+    b'abc'
+    >>> d.hexdigest(Source("-", Path("-"), 3))[:16]
+    'ba7816bf8f01cfea'
+    """
+
+    def __init__(self) -> None:
+        self.restart()
+
+    def restart(self) -> None:
+        """Forget the bytes seen: the file is read again from its start."""
+        self._h = hashlib.sha256()
+        self._read = 0
+        self._ended = False
+
+    def wrap(self, f: IO[bytes]) -> _Hashing:
+        """``f`` read through this digest, from its start."""
+        self.restart()
+        return _Hashing(f, self)
+
+    def _add(self, data: bytes, asked: int) -> None:
+        self._h.update(data)
+        self._read += len(data)
+        if not data and asked != 0:
+            self._ended = True
+
+    def hexdigest(self, source: Source) -> str:
+        """The source's hash: the bytes read when the read covered the file, else read again."""
+        if self._ended and self._read == source.size:
+            return self._h.hexdigest()
+        return source.sha256
+
+
+class _Hashing:
+    """A binary file whose reads pass through a :class:`Digest` (``seek(0)`` starts over)."""
+
+    def __init__(self, f: IO[bytes], digest: Digest) -> None:
+        self._f, self._d = f, digest
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._f.read(n)
+        self._d._add(data, n)
+        return data
+
+    def seek(self, pos: int) -> None:
+        if pos != 0:
+            raise ValueError("a hashed read can only start over")
+        self._f.seek(0)
+        self._d.restart()
 
 
 def _is_doc_file(p: Path) -> bool:
@@ -123,11 +202,20 @@ def _text(path: str) -> str:
     return path
 
 
+def _readable_size(file: Path) -> int:
+    """The file's size, once it opened for reading (a permission problem raises here)."""
+    with file.open("rb"):
+        return file.stat().st_size
+
+
 def _source(display: str, file: Path) -> Source:
-    """A source; a file that cannot be read is one too (it is reported, not fatal)."""
+    """A source; a file that cannot be read is one too (it is reported, not fatal).
+
+    Not hashed here: :attr:`Source.sha256` on first use, or while ingest reads it.
+    """
     resolved = _text(STDIN if display == STDIN else str(file.resolve()))
     try:
-        return Source(_text(display), file, file.stat().st_size, _sha256(file), resolved)
+        return Source(_text(display), file, _readable_size(file), None, resolved)
     except OSError as exc:
         return Source(_text(display), file, 0, "", resolved, f"{type(exc).__name__}: {exc}")
 
@@ -321,14 +409,18 @@ def _decompressed(f: object, fmt: str, problems: list[ReadProblem]) -> Iterator[
         )
 
 
-def _blocks(source: Source, problems: list[ReadProblem]) -> Iterator[bytes]:
+def _blocks(
+    source: Source, problems: list[ReadProblem], digest: Digest | None = None
+) -> Iterator[bytes]:
     """The bytes of a source, decompressed, block by block.
 
     A stream problem stops the source where it happened and is appended to
-    ``problems`` once every block before it was yielded.
+    ``problems`` once every block before it was yielded. ``digest`` hashes
+    the file's bytes as they are read.
     """
     try:
-        with source.open() as f:
+        with source.open() as raw:
+            f = raw if digest is None else digest.wrap(raw)
             head = f.read(4)
             fmt, named = _compression(source.file, head)
             if named is not None and fmt != named:
@@ -449,12 +541,15 @@ class _Chunker:
 Chunk = tuple[ChunkMeta, frozenset[int]]
 
 
-def read_chunks(source: Source, size: int, problems: list[ReadProblem]) -> Iterator[Chunk]:
+def read_chunks(
+    source: Source, size: int, problems: list[ReadProblem], digest: Digest | None = None
+) -> Iterator[Chunk]:
     """Yield chunks of document texts with their 1-based lines or array indexes.
 
     Parts of the source that are no document text (a stream cut short, an
     empty ``.json`` file, …) are appended to ``problems``, each with its
-    code, message and line; each is one quarantine row.
+    code, message and line; each is one quarantine row. ``digest`` hashes
+    the file's bytes on the way (see :class:`Digest`).
     """
     chunker = _Chunker(source, size)
     if source.error is not None:
@@ -463,7 +558,7 @@ def read_chunks(source: Source, size: int, problems: list[ReadProblem]) -> Itera
         )
         return
     readers = {"json": _read_json, "ndjson": _read_ndjson, "stream": _read_stream}
-    yield from readers[source.kind](source, chunker, problems)
+    yield from readers[source.kind](source, chunker, problems, digest)
     if chunker.texts:
         yield chunker.take()
 
@@ -487,9 +582,11 @@ def _number_problems(problems: list[ReadProblem], next_line: int) -> None:
             p.line = next_line
 
 
-def _read_ndjson(source: Source, ch: _Chunker, problems: list[ReadProblem]) -> Iterator[Chunk]:
+def _read_ndjson(
+    source: Source, ch: _Chunker, problems: list[ReadProblem], digest: Digest | None = None
+) -> Iterator[Chunk]:
     last = 0
-    for n, data, terminated in _lines(_blocks(source, problems)):
+    for n, data, terminated in _lines(_blocks(source, problems, digest)):
         last = n
         data = data.strip(b" \t")
         if not data:
@@ -515,8 +612,10 @@ def _parses(data: bytes) -> bool:
     return True
 
 
-def _read_json(source: Source, ch: _Chunker, problems: list[ReadProblem]) -> Iterator[Chunk]:
-    data = b"".join(_blocks(source, problems)).removeprefix(BOM)
+def _read_json(
+    source: Source, ch: _Chunker, problems: list[ReadProblem], digest: Digest | None = None
+) -> Iterator[Chunk]:
+    data = b"".join(_blocks(source, problems, digest)).removeprefix(BOM)
     if not data.strip() and not problems:
         problems.append(
             ReadProblem(
@@ -532,7 +631,7 @@ def _read_json(source: Source, ch: _Chunker, problems: list[ReadProblem]) -> Ite
     except orjson.JSONDecodeError:
         # Not one JSON value (several values, NDJSON saved as .json, a value
         # cut short, invalid UTF-8): read it as a stream of values.
-        yield from _read_stream(source, ch, problems, iter([data]))
+        yield from _read_stream(source, ch, problems, blocks=iter([data]))
         return
     if isinstance(doc, list):
         for i, item in enumerate(doc):
@@ -573,6 +672,7 @@ def _read_stream(
     source: Source,
     ch: _Chunker,
     problems: list[ReadProblem],
+    digest: Digest | None = None,
     blocks: Iterator[bytes] | None = None,
 ) -> Iterator[Chunk]:
     """Read consecutive JSON values, one or many lines each (standard input).
@@ -584,7 +684,9 @@ def _read_stream(
     """
     buf: list[bytes] = []
     depth = start = last = 0
-    for n, raw_line, _ in _lines(blocks if blocks is not None else _blocks(source, problems)):
+    if blocks is None:
+        blocks = _blocks(source, problems, digest)
+    for n, raw_line, _ in _lines(blocks):
         last = n
         data = raw_line.strip(b" \t")
         if buf and data and _starts_document(buf[0], raw_line, data):

@@ -707,7 +707,7 @@ class _PartWriter:
             folder = self.staging.child(table)
             folder.mkdir()
             name = f"{self.prefix}-{self.parts:05d}.parquet"
-            write_parquet_atomic(to_arrow(frame, table), folder.child(name))
+            write_parquet_atomic(to_arrow(frame, table), folder.child(name), part_of=table)
             self.files.append(_file_entry(table, name, frame))
         self.pending = {}
         self.parts += 1
@@ -959,7 +959,7 @@ def _drop_skipped(
             continue
         path.delete()
         if frame.height:
-            write_parquet_atomic(to_arrow(frame, f["table"]), path)
+            write_parquet_atomic(to_arrow(frame, f["table"]), path, part_of=f["table"])
             kept.append(_file_entry(f["table"], f["name"], frame))
     return kept
 

@@ -286,17 +286,22 @@ class Store:
         _synced(tmp, data)
         os.replace(tmp, self.path)
 
-    def write_parquet(self, table: pa.Table, *, temporary: str = "") -> None:
+    def write_parquet(
+        self, table: pa.Table, *, temporary: str = "", options: dict[str, Any] | None = None
+    ) -> None:
         """Write a Parquet file atomically (zstd): temporary name + rename, or one PUT.
 
-        ``temporary`` names the local temporary file (default ``.NAME.tmp``).
+        ``temporary`` names the local temporary file (default ``.NAME.tmp``);
+        ``options`` go to :func:`pyarrow.parquet.write_table` (dictionary and
+        statistics columns, see :func:`ocp_analytics.schemas.parquet_options`).
         """
+        kw = {"compression": "zstd", **(options or {})}
         if self.remote:
-            pq.write_table(table, self.fs_path, compression="zstd", filesystem=self.filesystem)
+            pq.write_table(table, self.fs_path, filesystem=self.filesystem, **kw)
             return
         tmp = self.path.with_name(temporary or f".{self.path.name}.tmp")
         with tmp.open("wb") as f:  # a file, not a name: pyarrow would read "a:b" as a URI
-            pq.write_table(table, f, compression="zstd")
+            pq.write_table(table, f, **kw)
         os.replace(tmp, self.path)
 
     def create_exclusive(self, data: bytes) -> bool:

@@ -337,6 +337,52 @@ def test_issue9_empty_source_folder_is_a_noop(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
 
 
+def test_manifest_hash_is_the_files_read_once_or_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new file is hashed while it is read (not read twice); the manifest holds its SHA-256.
+
+    Also when the read stops early (bytes after the gzip member: hashed again) and for
+    a changed file at an ingested path (hashed first, then ingested again).
+    """
+    import hashlib
+
+    from ocp_analytics import sources
+
+    line = (EXAMPLES / "v0.3" / "solo.ocp.json").read_bytes().replace(b"\n", b"") + b"\n"
+    files = {
+        "a.ndjson": line,
+        "b.json": (EXAMPLES / "v0.3" / "solo.ocp.json").read_bytes(),
+        "c.ndjson.gz": gzip.compress(line.replace(b"run_ex_solo", b"run_c")),
+        "d.ndjson.gz": gzip.compress(line.replace(b"run_ex_solo", b"run_d")) + b"junk" * 3,
+        "e.ndjson.zst": zstandard.ZstdCompressor().compress(line.replace(b"run_ex_solo", b"e")),
+    }
+    (tmp_path / "src").mkdir()
+    for name, data in files.items():
+        (tmp_path / "src" / name).write_bytes(data)
+    hashed: list[str] = []
+    real = sources._sha256
+
+    def counting(path: Path) -> str:
+        hashed.append(path.name)
+        return real(path)
+
+    monkeypatch.setattr(sources, "_sha256", counting)
+    s = oa.ingest(tmp_path / "src", tmp_path / "ds")
+    assert s.reconciles
+    assert hashed == ["d.ndjson.gz"]  # only the read that stopped early
+    manifest = oa.scan_dataset(tmp_path / "ds").manifest
+    got = dict(zip(manifest["path"].str.split("/").list.last(), manifest["sha256"], strict=True))
+    assert got == {n: hashlib.sha256(d).hexdigest() for n, d in files.items()}
+    # the same path again: hashed first; unchanged -> skipped, changed -> read again
+    hashed.clear()
+    (tmp_path / "src" / "a.ndjson").write_bytes(line.replace(b"run_ex_solo", b"run_a2"))
+    again = oa.ingest(tmp_path / "src", tmp_path / "ds")
+    assert sorted(hashed) == sorted(files)
+    assert [x.skipped for x in again.sources] == [False, True, True, True, True]
+    assert again.runs_new == 1
+
+
 def test_issue9_reingest_is_keyed_on_content_and_resolved_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -408,14 +454,14 @@ def test_issue9_unreadable_file_is_quarantined_and_the_rest_ingested(
     (tmp_path / "src").mkdir()
     for name in ("a.json", "b.json"):
         shutil.copy(EXAMPLES / "v0.3" / "solo.ocp.json", tmp_path / "src" / name)
-    real = sources._sha256
+    real = sources._readable_size
 
-    def denied(path: Path) -> str:
+    def denied(path: Path) -> int:
         if path.name == "a.json":
             raise PermissionError(13, "Permission denied", str(path))
         return real(path)
 
-    monkeypatch.setattr(sources, "_sha256", denied)
+    monkeypatch.setattr(sources, "_readable_size", denied)
     s = oa.ingest(tmp_path / "src", tmp_path / "ds")
     assert (s.documents_read, s.runs_new, s.quarantined, s.reconciles) == (2, 1, 1, True)
     q = oa.scan_dataset(tmp_path / "ds").quarantine.collect()
