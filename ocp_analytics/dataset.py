@@ -446,56 +446,57 @@ class BatchWriter:
 class RunIndex:
     """The content hash of every current run, keyed by a 64-bit hash of its id.
 
-    Held as sorted segments of at most :attr:`SEGMENT_ROWS` keys (newest
-    last) plus the chunks since the last segment. A chunk is classified with
-    one binary search per segment (``O(k log n)``), and sealing a segment
-    sorts only its own keys, so memory stays near 16 bytes a document read
-    with no large transient however big the dataset grows. Two run ids
-    sharing a 64-bit hash could only make a new run count as replaced (its
-    document hash differs), never drop it.
+    Held as segments sorted by key, newest last: each chunk added is one
+    segment, and a segment is merged into the one before it while that one
+    is at most :attr:`MERGE_FACTOR` times its size (a merge of two sorted
+    segments, in linear time). So there are about ``log2(runs / chunk)``
+    segments, a chunk is classified with one binary search per segment
+    (``O(k log² n)``), and each run is merged ``O(log n)`` times. Memory stays
+    near 16 bytes a run, with no large transient: the largest merge is the
+    dataset's own size. Two run ids sharing a 64-bit hash could only make a
+    new run count as replaced (its document hash differs), never drop it.
     """
 
-    SEGMENT_ROWS = 1_000_000
+    MERGE_FACTOR = 2
 
     def __init__(self, frame: pl.DataFrame) -> None:
-        self.segments: list[tuple[pl.Series, pl.Series]] = []  # sorted keys, their hashes
-        self.delta: list[pl.DataFrame] = []
-        self.delta_rows = 0
+        self.segments: list[pl.DataFrame] = []  # (k, h), sorted by k, unique k; newest last
         self.add(frame)
-        self.seal()
 
     def add(self, frame: pl.DataFrame) -> None:
         """Record (k, h) rows, later rows winning."""
-        self.delta.append(frame.select("k", "h"))
-        self.delta_rows += frame.height
-        if self.delta_rows >= self.SEGMENT_ROWS:
-            self.seal()
-
-    def _recent(self) -> pl.DataFrame:
-        return pl.concat(self.delta).unique("k", keep="last", maintain_order=True)
-
-    def seal(self) -> None:
-        """Turn the chunks since the last segment into a sorted segment."""
-        if self.delta_rows:
-            seg = self._recent().sort("k")
-            self.segments.append((seg.get_column("k"), seg.get_column("h")))
-        self.delta, self.delta_rows = [], 0
+        if not frame.height:
+            return
+        seg = frame.select("k", "h").unique("k", keep="last", maintain_order=True).sort("k")
+        self.segments.append(seg)
+        while (
+            len(self.segments) > 1
+            and self.segments[-2].height <= self.MERGE_FACTOR * self.segments[-1].height
+        ):
+            newer = self.segments.pop()
+            self.segments.append(_merge_sorted(self.segments.pop(), newer))
 
     def lookup(self, keys: pl.Series) -> pl.Series:
         """The latest content hash of each key, null when the run is new."""
         found = pl.Series("kh", [None] * keys.len(), pl.UInt64)
-        if self.delta_rows:
-            recent = self._recent().rename({"h": "kh"})
-            found = pl.DataFrame({"k": keys}).join(
-                recent, on="k", how="left", maintain_order="left"
-            )["kh"]
-        for seg_keys, seg_hashes in reversed(self.segments):  # newest first
+        for seg in reversed(self.segments):  # newest first
+            seg_keys, seg_hashes = seg.get_column("k"), seg.get_column("h")
             at = seg_keys.search_sorted(keys, side="left").clip(0, seg_keys.len() - 1)
             hit = seg_keys.gather(at) == keys
             found = pl.select(
                 pl.coalesce(found, pl.when(hit).then(seg_hashes.gather(at)))
             ).to_series()
         return found.alias("kh")
+
+
+def _merge_sorted(older: pl.DataFrame, newer: pl.DataFrame) -> pl.DataFrame:
+    """Two segments of (k, h) sorted by unique k as one; a key in both keeps ``newer``'s h."""
+    merged = older.merge_sorted(newer, key="k")
+    k = merged.get_column("k")
+    if not (k.slice(1) == k.slice(0, k.len() - 1)).any():  # sorted: repeats are neighbours
+        return merged
+    kept = older.join(newer.select("k"), on="k", how="anti")
+    return kept.merge_sorted(newer, key="k")
 
 
 def resolved_path(record: dict[str, Any]) -> str:

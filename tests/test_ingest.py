@@ -227,15 +227,43 @@ def test_issue9_duplicate_run_id_does_not_depend_on_file_names(tmp_path: Path) -
     assert titles == [[winner], [winner]]
 
 
-@pytest.mark.parametrize("merge_rows", [1, 3, 1_000_000])
-@pytest.mark.parametrize("workers", [0, 2])
-def test_classification_across_chunks_and_merges(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, merge_rows: int, workers: int
-) -> None:
-    """New / replaced / outranked / unchanged are the same however the known runs are held."""
+@pytest.mark.parametrize("merge_factor", [0, 1, 2, 1_000_000])
+def test_run_index_is_a_dict_of_the_latest_hash(merge_factor: int) -> None:
+    """The index's segments, merged or not, answer as one dict updated in order."""
+    import random
+
     from ocp_analytics.dataset import RunIndex
 
-    monkeypatch.setattr(RunIndex, "SEGMENT_ROWS", merge_rows)
+    schema = {"k": pl.UInt64, "h": pl.UInt64}
+    rng = random.Random(merge_factor)
+    index = RunIndex(pl.DataFrame({"k": [5, 9], "h": [1, 2]}, schema=schema))
+    index.MERGE_FACTOR = merge_factor
+    model = {5: 1, 9: 2}
+    for _ in range(80):
+        keys = [rng.randrange(50) for _ in range(rng.randrange(8))]  # repeats within a chunk too
+        asked = pl.Series("k", [*keys, rng.randrange(60), 2**64 - 1], dtype=pl.UInt64)
+        assert index.lookup(asked).to_list() == [model.get(k) for k in asked.to_list()]
+        hashes = [rng.randrange(1000) for _ in keys]
+        index.add(pl.DataFrame({"k": keys, "h": hashes}, schema=schema))
+        model.update(zip(keys, hashes, strict=True))
+    for seg in index.segments:
+        assert seg.get_column("k").is_sorted() and seg.get_column("k").n_unique() == seg.height
+    if merge_factor == 1_000_000:
+        assert len(index.segments) == 1
+
+
+@pytest.mark.parametrize("merge_factor", [0, 2, 1_000_000])
+@pytest.mark.parametrize("workers", [0, 2])
+def test_classification_across_chunks_and_merges(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, merge_factor: int, workers: int
+) -> None:
+    """New / replaced / outranked / unchanged are the same however the known runs are held.
+
+    (0: every chunk its own segment; 10⁶: one segment, every chunk merged into it.)
+    """
+    from ocp_analytics.dataset import RunIndex
+
+    monkeypatch.setattr(RunIndex, "MERGE_FACTOR", merge_factor)
     lines = []
     for i in range(12):
         # ids repeat across chunks of 2; ended_at hours 0 7 2 9 4 11 6 1 8 3 10 5
