@@ -12,6 +12,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 import zstandard
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ocp_analytics as oa
 
@@ -538,6 +540,41 @@ def test_parse_timestamp_reads_what_the_reference_reads(text: str | None) -> Non
     got = pl.LazyFrame({"t": [text]}, schema={"t": pl.String})
     value = got.select(parse_timestamp(pl.col("t"))).collect().item()
     assert value == parse_ts(text)
+
+
+def _two(low: int = 0, high: int = 99) -> st.SearchStrategy[str]:
+    return st.integers(low, high).map(lambda v: f"{v:02d}")
+
+
+@st.composite
+def _timestamp_texts(draw: st.DrawFn) -> str:
+    """Texts of the RFC 3339 shape, with every field at and past its limits."""
+    year = draw(st.sampled_from(["0000", "0001", "1969", "2028", "9999"]) | st.just("2026"))
+    month, day = draw(_two(0, 13)), draw(_two(0, 32))
+    hour, minute, second = draw(_two(0, 25)), draw(_two(0, 61)), draw(_two(0, 61))
+    fraction = draw(st.sampled_from(["", "."]) | st.text("0123456789", min_size=1, max_size=12))
+    if fraction and fraction != ".":
+        fraction = "." + fraction
+    zone = draw(
+        st.sampled_from(["", "Z", "z", "+0530", "+05", "-00:00"])
+        | st.builds("{}{}:{}".format, st.sampled_from("+-"), _two(0, 30), _two(0, 65))
+    )
+    sep = draw(st.sampled_from(["T", "T", "t", " "]))
+    return f"{year}-{month}-{day}{sep}{hour}:{minute}:{second}{fraction}{zone}"
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_timestamp_texts(), min_size=1, max_size=40))
+def test_parse_timestamp_is_the_reference_on_generated_texts(texts: list[str]) -> None:
+    """Vectorized, so checked in batches: every text reads as the reference reads it."""
+    from ocp_analytics.tables import parse_timestamp, with_timestamps
+    from tests.reference import parse_ts
+
+    frame = pl.LazyFrame({"t": texts}, schema={"t": pl.String})
+    got = frame.select(parse_timestamp(pl.col("t"))).collect().to_series().to_list()
+    assert got == [parse_ts(t) for t in texts], texts
+    both = with_timestamps(frame, {"at": "t"}).collect().get_column("at").to_list()
+    assert both == got
 
 
 _R = '{"name": "r", "requires": ["tests"]}'
