@@ -520,6 +520,8 @@ _TIMESTAMPS = [
     "2026-09-23T10:00:00+05:60",
     "2026-09-23T10:00:00+0530",
     "2026-09-23T10:00:00.Z",
+    "2026-09-23T1\u0661:00:00Z",  # a non-ASCII digit
+    "2026-09-23T10:00:00 ",
     "0000-01-01T00:00:00Z",
     "0000-12-31T23:00:00-02:00",
     "0001-01-01T00:30:00+01:00",
@@ -551,7 +553,10 @@ def _timestamp_texts(draw: st.DrawFn) -> str:
     """Texts of the RFC 3339 shape, with every field at and past its limits."""
     year = draw(st.sampled_from(["0000", "0001", "1969", "2028", "9999"]) | st.just("2026"))
     month, day = draw(_two(0, 13)), draw(_two(0, 32))
-    hour, minute, second = draw(_two(0, 25)), draw(_two(0, 61)), draw(_two(0, 61))
+    clock = draw(
+        st.sampled_from(["24:00:00", "23:60:00", "23:59:60", "00:00:00"])
+        | st.builds("{}:{}:{}".format, _two(0, 25), _two(0, 61), _two(0, 61))
+    )
     fraction = draw(st.sampled_from(["", "."]) | st.text("0123456789", min_size=1, max_size=12))
     if fraction and fraction != ".":
         fraction = "." + fraction
@@ -560,7 +565,7 @@ def _timestamp_texts(draw: st.DrawFn) -> str:
         | st.builds("{}{}:{}".format, st.sampled_from("+-"), _two(0, 30), _two(0, 65))
     )
     sep = draw(st.sampled_from(["T", "T", "t", " "]))
-    return f"{year}-{month}-{day}{sep}{hour}:{minute}:{second}{fraction}{zone}"
+    return f"{year}-{month}-{day}{sep}{clock}{fraction}{zone}"
 
 
 @settings(max_examples=150, deadline=None)
