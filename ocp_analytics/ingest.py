@@ -434,13 +434,14 @@ class _Ingest:
         self.in_flight += builds
         self.run_steps(self.n_workers if self.pool else 0)
 
-    def build(self, task: _Task) -> Callable[[], _Built]:
+    def build(self, task: _Task, full: bool) -> Callable[[], _Built]:
         """Start building a chunk; the returned callable gives its tables.
 
-        The first chunk is built here; workers start with the second one.
+        Workers start with the first full chunk (more are likely to follow)
+        or the second chunk; a small ingest is built here, with no thread.
         """
         self.chunks += 1
-        if self.pool is None and self.n_workers > 0 and self.chunks > 1:
+        if self.pool is None and self.n_workers > 0 and (full or self.chunks > 1):
             self.pool = ThreadPoolExecutor(self.n_workers, thread_name_prefix="ocp-ingest")
         if self.pool is None:
             tables = _build(task)
@@ -454,7 +455,9 @@ class _Ingest:
         for meta, cut in read_chunks(source, self.chunk_docs, problems, digest):
             n = len(meta.texts)
             summary.documents += n
-            tables = self.build((meta, cut, batch.doc_id_base(n), batch.batch_id))
+            tables = self.build(
+                (meta, cut, batch.doc_id_base(n), batch.batch_id), n >= self.chunk_docs
+            )
             self.queue(partial(self.write_chunk, tables, batch, summary, n), True)
         if problems:
             summary.documents += len(problems)
