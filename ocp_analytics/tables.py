@@ -8,7 +8,6 @@ null, never guessed; documents that are not readable runs become rows of
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import re
 import threading
@@ -551,13 +550,75 @@ def _read_paths(texts: pl.DataFrame) -> pl.DataFrame:
         con.unregister("texts")
 
 
-def _read_texts(texts: list[str | None]) -> dict[str | None, Any]:
-    """Each distinct cut read as JSON (:func:`_load_member`); one that is not JSON is left out."""
-    out: dict[str | None, Any] = {}
-    for t in texts:
-        with contextlib.suppress(ValueError, RecursionError):
-            out[t] = _load_member(t)
-    return out
+class _MemberTexts:
+    """Distinct JSON texts of one member (labels, or the rule), each read once per process.
+
+    The same few texts (a team's labels, its rule) recur in chunk after
+    chunk: a text read before is found by a join on its text, and only new
+    texts are read in Python (:func:`_load_member`, then ``row``) and added.
+    Shared by the threads that build chunks (a lock guards the additions);
+    forgotten once it holds ``limit`` texts.
+    """
+
+    def __init__(self, key: str, row: Any, dtypes: dict[str, Any], limit: int = 50_000) -> None:
+        self.key, self.row, self.dtypes, self.limit = key, row, dtypes, limit
+        self.frame = pl.DataFrame(schema={key: pl.String, **dtypes})
+        self.lock = threading.Lock()
+
+    def read(self, texts: pl.Series, *, strict: bool = False) -> pl.DataFrame:
+        """The rows of ``texts`` (and of every text read before).
+
+        A text that is not JSON is left out, or raises ``ValueError`` when
+        ``strict`` (texts written by a JSON writer, never expected to fail).
+        """
+        known = self.frame
+        new = (
+            texts.drop_nulls()
+            .unique()
+            .to_frame(self.key)
+            .join(known.select(self.key), on=self.key, how="anti")
+            .get_column(self.key)
+            .to_list()
+        )
+        if not new:
+            return known
+        read, values = [], []
+        for text in new:
+            try:
+                values.append(self.row(_load_member(text)))
+            except (ValueError, RecursionError):
+                if strict:
+                    raise
+                continue
+            read.append(text)
+        added = pl.DataFrame(
+            {
+                self.key: pl.Series(read, dtype=pl.String),
+                **{
+                    k: pl.Series([v[i] for v in values], dtype=d)
+                    for i, (k, d) in enumerate(self.dtypes.items())
+                },
+            }
+        )
+        with self.lock:
+            frame = self.frame if self.frame.height < self.limit else self.frame.clear()
+            self.frame = pl.concat([frame, added.join(frame, on=self.key, how="anti")])
+        return pl.concat([known, added])
+
+
+def _label_row(obj: Any) -> tuple[Any, ...]:
+    return _labels_of(obj)
+
+
+def _rule_values(obj: Any) -> tuple[Any, ...]:
+    row = _rule_of(obj)
+    return tuple(row.get(k) for k in _RULE_DTYPES)
+
+
+_LABEL_TEXTS = _MemberTexts(
+    "labels_json", _label_row, {"labels": _LABELS_DTYPE, "labels_problems": _PROBLEMS_DTYPE}
+)
+_RULE_TEXTS = _MemberTexts("rule_json", _rule_values, _RULE_DTYPES)
 
 
 def _side_members(
@@ -569,14 +630,14 @@ def _side_members(
     fail the document), so each is taken as JSON text: cut from the
     document's text (:func:`_cut_members`), by JSON path where a cut is not
     sure (rare), from the sanitizer on the slow path. Each distinct text is
-    read and validated once in Python.
+    read and validated once in Python (:class:`_MemberTexts`).
     """
     cut = _cut_members(docs)
-    labels = _read_texts(cut.get_column("labels_cut").unique().to_list())
-    rules = _read_texts(cut.get_column("acceptance_rule_cut").unique().to_list())
+    labels = _LABEL_TEXTS.read(cut.get_column("labels_cut"))
+    rules = _RULE_TEXTS.read(cut.get_column("acceptance_rule_cut"))
     lab, rul = pl.col("labels_cut"), pl.col("acceptance_rule_cut")
-    lab_ok = lab.is_not_null() & lab.is_in([t for t in labels if t is not None])
-    rul_ok = rul.is_not_null() & rul.is_in([t for t in rules if t is not None])
+    lab_ok = lab.is_not_null() & lab.is_in(labels.get_column("labels_json").implode())
+    rul_ok = rul.is_not_null() & rul.is_in(rules.get_column("rule_json").implode())
     unsure = (pl.col("labels_present") & ~lab_ok) | (pl.col("acceptance_rule_present") & ~rul_ok)
     members = cut.filter(~unsure & ~pl.col("slow")).select(
         "doc_id",
@@ -600,36 +661,13 @@ def _side_members(
     members = pl.concat(parts)
     if len(parts) > 1:  # texts not cut, written by a JSON writer: read them too
         extra = pl.concat(parts[1:])
-        for t in extra.get_column("labels_json").unique().to_list():
-            labels[t] = _load_member(t)
-        for t in extra.get_column("rule_json").unique().to_list():
-            rules[t] = _load_member(t)
-    labels[None] = None
-    rules[None] = None
-    label_texts = list(labels)
-    label_rows = [_labels_of(labels[t]) for t in label_texts]
-    label_frame = pl.DataFrame(
-        {
-            "labels_json": pl.Series(label_texts, dtype=pl.String),
-            "labels": pl.Series([r[0] for r in label_rows], dtype=_LABELS_DTYPE),
-            "labels_problems": pl.Series([r[1] for r in label_rows], dtype=_PROBLEMS_DTYPE),
-        }
-    )
-    rule_texts = list(rules)
-    rule_rows = [_rule_of(rules[t]) for t in rule_texts]
-    rule_frame = pl.DataFrame(
-        {
-            "rule_json": pl.Series(rule_texts, dtype=pl.String),
-            **{
-                k: pl.Series([r.get(k) for r in rule_rows], dtype=d)
-                for k, d in _RULE_DTYPES.items()
-            },
-        }
-    )
+        labels = _LABEL_TEXTS.read(extra.get_column("labels_json"), strict=True)
+        rules = _RULE_TEXTS.read(extra.get_column("rule_json"), strict=True)
     return (
-        members.join(label_frame, on="labels_json", how="left", nulls_equal=True)
-        .join(rule_frame, on="rule_json", how="left", nulls_equal=True)
+        members.join(labels, on="labels_json", how="left")
+        .join(rules, on="rule_json", how="left")
         .drop("labels_json", "rule_json")
+        .with_columns(pl.col("has_rule").fill_null(False))
     )
 
 

@@ -626,6 +626,38 @@ _SIDE_CASES = [
 ]
 
 
+def test_member_texts_are_read_once_and_kept_within_a_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Distinct labels/rule texts are read in Python once, however many chunks repeat them."""
+    from ocp_analytics import tables
+
+    reads: list[str] = []
+    real = tables._load_member
+
+    def counting(text: str | None) -> object:
+        reads.append(str(text))
+        return real(text)
+
+    monkeypatch.setattr(tables, "_load_member", counting)
+    dtypes = {"labels": tables._LABELS_DTYPE, "labels_problems": tables._PROBLEMS_DTYPE}
+    texts = tables._MemberTexts("labels_json", tables._label_row, dtypes, limit=3)
+    first = texts.read(pl.Series(['{"t":"a"}', '{"t":"a"}', None, "{cut", '{"n":1}']))
+    assert sorted(reads) == sorted(['{"t":"a"}', "{cut", '{"n":1}'])
+    first = first.sort("labels_json")
+    assert first.get_column("labels_json").to_list() == ['{"n":1}', '{"t":"a"}']
+    assert first.get_column("labels_problems").to_list()[0][0]["path"] == "$.run.labels.n"
+    reads.clear()
+    again = texts.read(pl.Series(['{"t":"a"}', '{"n":1}']))
+    assert reads == [] and again.sort("labels_json").equals(first)
+    with pytest.raises(ValueError):
+        texts.read(pl.Series(["{cut"]), strict=True)
+    texts.read(pl.Series(['{"t":"b"}', '{"t":"c"}']))  # over the limit: what was read is forgotten
+    reads.clear()
+    texts.read(pl.Series(['{"t":"d"}']))
+    assert texts.frame.get_column("labels_json").to_list() == ['{"t":"d"}']
+
+
 @pytest.mark.parametrize(("text", "labels", "rule"), _SIDE_CASES)
 def test_labels_and_rule_are_read_from_the_run_itself(
     text: str, labels: dict[str, str] | None, rule: str | None
