@@ -88,12 +88,19 @@ class Source:
 
     @functools.cached_property
     def sha256(self) -> str:
-        """The SHA-256 of the source's bytes, hex ("" for a source that cannot be read)."""
+        """The SHA-256 of the source's bytes, hex ("" for a source that cannot be read).
+
+        A file that cannot be read now (gone, or no longer readable, since it
+        was found) has no hash: its read reports it (``unreadable``).
+        """
         if self.digest is not None:
             return self.digest
         if self.error is not None:
             return ""
-        return _sha256(self.remote if self.remote is not None else self.file)
+        try:
+            return _sha256(self.remote if self.remote is not None else self.file)
+        except OSError:
+            return ""
 
     @property
     def kind(self) -> str:
@@ -223,7 +230,7 @@ def _source(display: str, file: Path) -> Source:
 def _remote_source(obj: Store) -> Source:
     """A source in an object store: shown and keyed by its URI."""
     try:
-        return Source(obj.uri, Path(obj.fs_path), obj.size(), _sha256(obj), obj.uri, None, obj)
+        return Source(obj.uri, Path(obj.fs_path), obj.size(), None, obj.uri, None, obj)
     except OSError as exc:
         error = f"{type(exc).__name__}: {exc}"
         return Source(obj.uri, Path(obj.fs_path), 0, "", obj.uri, error, obj)

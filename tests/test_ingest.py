@@ -367,6 +367,30 @@ def test_issue9_empty_source_folder_is_a_noop(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
 
 
+def test_a_file_gone_between_finding_and_reading_is_quarantined(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ocp_analytics import sources
+
+    (tmp_path / "src").mkdir()
+    for name in ("a.json", "b.json"):
+        shutil.copy(EXAMPLES / "v0.3" / "solo.ocp.json", tmp_path / "src" / name)
+    real = sources._readable_size
+
+    def then_gone(path: Path) -> int:
+        size = real(path)
+        if path.name == "a.json":
+            path.unlink()
+        return size
+
+    monkeypatch.setattr(sources, "_readable_size", then_gone)
+    s = oa.ingest(tmp_path / "src", tmp_path / "ds")
+    assert (s.documents_read, s.runs_new, s.quarantined, s.reconciles) == (2, 1, 1, True)
+    q = oa.scan_dataset(tmp_path / "ds").quarantine.collect()
+    assert q.select("code").rows() == [("unreadable",)]
+    assert [x.sha256 == "" for x in s.sources] == [True, False]
+
+
 def test_manifest_hash_is_the_files_read_once_or_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
