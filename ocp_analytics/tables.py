@@ -565,13 +565,17 @@ class _MemberTexts:
         self.frame = pl.DataFrame(schema={key: pl.String, **dtypes})
         self.lock = threading.Lock()
 
-    def read(self, texts: pl.Series, *, strict: bool = False) -> pl.DataFrame:
-        """The rows of ``texts`` (and of every text read before).
+    def read(
+        self, texts: pl.Series, *, strict: bool = False, known: pl.DataFrame | None = None
+    ) -> pl.DataFrame:
+        """The rows of ``texts``, with those of ``known`` (default: every text read before).
 
         A text that is not JSON is left out, or raises ``ValueError`` when
         ``strict`` (texts written by a JSON writer, never expected to fail).
+        Give ``known`` (an earlier result) to extend that result: the process's
+        texts may have been forgotten since by another thread.
         """
-        known = self.frame
+        known = self.frame if known is None else known
         new = (
             texts.drop_nulls()
             .unique()
@@ -661,8 +665,8 @@ def _side_members(
     members = pl.concat(parts)
     if len(parts) > 1:  # texts not cut, written by a JSON writer: read them too
         extra = pl.concat(parts[1:])
-        labels = _LABEL_TEXTS.read(extra.get_column("labels_json"), strict=True)
-        rules = _RULE_TEXTS.read(extra.get_column("rule_json"), strict=True)
+        labels = _LABEL_TEXTS.read(extra.get_column("labels_json"), strict=True, known=labels)
+        rules = _RULE_TEXTS.read(extra.get_column("rule_json"), strict=True, known=rules)
     return (
         members.join(labels, on="labels_json", how="left")
         .join(rules, on="rule_json", how="left")

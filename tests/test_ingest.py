@@ -680,6 +680,9 @@ def test_member_texts_are_read_once_and_kept_within_a_limit(
     reads.clear()
     texts.read(pl.Series(['{"t":"d"}']))
     assert texts.frame.get_column("labels_json").to_list() == ['{"t":"d"}']
+    # an earlier result is extended even after the process's texts were forgotten
+    more = texts.read(pl.Series(['{"t":"e"}']), strict=True, known=first)
+    assert sorted(more.get_column("labels_json").to_list()) == ['{"n":1}', '{"t":"a"}', '{"t":"e"}']
 
 
 @pytest.mark.parametrize(("text", "labels", "rule"), _SIDE_CASES)
