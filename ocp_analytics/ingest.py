@@ -380,8 +380,9 @@ class _Ingest:
         records = D.read_commits(root)
         self.summary = IngestSummary(root)
         self.summary.orphans_removed = D.remove_orphans(root, records)
-        self.done = {(D.resolved_path(s), s["sha256"]) for r in records for s in r["sources"]}
-        self.done_paths = {path for path, _ in self.done}
+        self.done: dict[str, set[str]] = {}  # resolved path -> the hashes ingested from it
+        for s in (s for r in records for s in r["sources"]):
+            self.done.setdefault(D.resolved_path(s), set()).add(s["sha256"])
         self.known = D.load_run_index(root, records)
         self.next_seq = max((r["seq"] for r in records), default=0) + 1
         self.batch = _Batch(root, self.next_seq)
@@ -398,18 +399,17 @@ class _Ingest:
                 self.summary.sources.append(summary)
                 # A path never ingested cannot be skipped: its hash is taken while it
                 # is read. A path ingested before is hashed first: unchanged, skipped.
-                digest = None if source.resolved in self.done_paths else Digest()
+                digest = None if source.resolved in self.done else Digest()
                 if digest is None:
                     summary.sha256 = source.sha256
-                    if (source.resolved, source.sha256) in self.done:
+                    if source.sha256 in self.done[source.resolved]:
                         summary.skipped = True
                         self.progress.advance(0, source.size)
                         continue
                 self.ingest_source(source, summary, digest)
                 if digest is not None:
                     summary.sha256 = digest.hexdigest(source)
-                self.done.add((source.resolved, summary.sha256))
-                self.done_paths.add(source.resolved)
+                self.done.setdefault(source.resolved, set()).add(summary.sha256)
                 if self.batch.documents >= self.commit_docs:
                     self.commit()
             self.commit()

@@ -610,17 +610,13 @@ class _MemberTexts:
         return pl.concat([known, added])
 
 
-def _label_row(obj: Any) -> tuple[Any, ...]:
-    return _labels_of(obj)
-
-
 def _rule_values(obj: Any) -> tuple[Any, ...]:
     row = _rule_of(obj)
     return tuple(row.get(k) for k in _RULE_DTYPES)
 
 
 _LABEL_TEXTS = _MemberTexts(
-    "labels_json", _label_row, {"labels": _LABELS_DTYPE, "labels_problems": _PROBLEMS_DTYPE}
+    "labels_json", _labels_of, {"labels": _LABELS_DTYPE, "labels_problems": _PROBLEMS_DTYPE}
 )
 _RULE_TEXTS = _MemberTexts("rule_json", _rule_values, _RULE_DTYPES)
 

@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
@@ -367,9 +368,11 @@ def test_issue9_empty_source_folder_is_a_noop(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
 
 
-def test_a_file_gone_between_finding_and_reading_is_quarantined(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _ingest_a_b_with_a_found_by(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, finding: Callable[[Path, int], int]
+) -> oa.IngestSummary:
+    """Ingest a.json and b.json (one run each); ``finding(path, size)`` stands in for
+    the size check that finds a.json (b.json is found as usual)."""
     from ocp_analytics import sources
 
     (tmp_path / "src").mkdir()
@@ -377,14 +380,21 @@ def test_a_file_gone_between_finding_and_reading_is_quarantined(
         shutil.copy(EXAMPLES / "v0.3" / "solo.ocp.json", tmp_path / "src" / name)
     real = sources._readable_size
 
-    def then_gone(path: Path) -> int:
-        size = real(path)
-        if path.name == "a.json":
-            path.unlink()
+    def found(path: Path) -> int:
+        return finding(path, real(path)) if path.name == "a.json" else real(path)
+
+    monkeypatch.setattr(sources, "_readable_size", found)
+    return oa.ingest(tmp_path / "src", tmp_path / "ds")
+
+
+def test_a_file_gone_between_finding_and_reading_is_quarantined(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def then_gone(path: Path, size: int) -> int:
+        path.unlink()
         return size
 
-    monkeypatch.setattr(sources, "_readable_size", then_gone)
-    s = oa.ingest(tmp_path / "src", tmp_path / "ds")
+    s = _ingest_a_b_with_a_found_by(tmp_path, monkeypatch, then_gone)
     assert (s.documents_read, s.runs_new, s.quarantined, s.reconciles) == (2, 1, 1, True)
     q = oa.scan_dataset(tmp_path / "ds").quarantine.collect()
     assert q.select("code").rows() == [("unreadable",)]
@@ -503,20 +513,10 @@ def test_issue9_file_name_that_is_not_utf8_does_not_abort_the_ingest(tmp_path: P
 def test_issue9_unreadable_file_is_quarantined_and_the_rest_ingested(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ocp_analytics import sources
+    def denied(path: Path, size: int) -> int:
+        raise PermissionError(13, "Permission denied", str(path))
 
-    (tmp_path / "src").mkdir()
-    for name in ("a.json", "b.json"):
-        shutil.copy(EXAMPLES / "v0.3" / "solo.ocp.json", tmp_path / "src" / name)
-    real = sources._readable_size
-
-    def denied(path: Path) -> int:
-        if path.name == "a.json":
-            raise PermissionError(13, "Permission denied", str(path))
-        return real(path)
-
-    monkeypatch.setattr(sources, "_readable_size", denied)
-    s = oa.ingest(tmp_path / "src", tmp_path / "ds")
+    s = _ingest_a_b_with_a_found_by(tmp_path, monkeypatch, denied)
     assert (s.documents_read, s.runs_new, s.quarantined, s.reconciles) == (2, 1, 1, True)
     q = oa.scan_dataset(tmp_path / "ds").quarantine.collect()
     assert q.select("source_path", "source_line", "code").rows() == [
@@ -665,7 +665,7 @@ def test_member_texts_are_read_once_and_kept_within_a_limit(
 
     monkeypatch.setattr(tables, "_load_member", counting)
     dtypes = {"labels": tables._LABELS_DTYPE, "labels_problems": tables._PROBLEMS_DTYPE}
-    texts = tables._MemberTexts("labels_json", tables._label_row, dtypes, limit=3)
+    texts = tables._MemberTexts("labels_json", tables._labels_of, dtypes, limit=3)
     first = texts.read(pl.Series(['{"t":"a"}', '{"t":"a"}', None, "{cut", '{"n":1}']))
     assert sorted(reads) == sorted(['{"t":"a"}', "{cut", '{"n":1}'])
     first = first.sort("labels_json")
