@@ -609,6 +609,28 @@ def test_tied_starts_keep_position_and_last_named_attempt_wins():
     assert accepted_fields(result) == ("y.a2", 3, 2, 2)
 
 
+def test_deciding_part_is_any_part_at_the_latest_position():
+    """§8: the attempt at acceptance is the latest any part names, whichever part it is."""
+    attempts = [
+        attempt("x.a1", "x", T1, n=1, round=1),
+        attempt("x.a2", "x", T2, n=2, round=1),
+        attempt("x.a3", "x", "2026-09-23T17:30:00Z", n=3, round=2),
+    ]
+    signals = [
+        verdict("tests", "pass", at_attempt="x.a1"),
+        verdict("review", "pass", at_attempt="x.a3"),
+        verdict("ci", "pass", at_attempt="nowhere"),  # names no attempt
+        score("quality", 0.9, at_attempt="x.a2"),
+    ]
+    score_rule = {"name": "quality", "target": 0.5, "better": "higher"}
+    result = run_rule(
+        signals, attempts=attempts, requires=["tests", "review", "ci"], score=score_rule
+    )
+    assert accepted_fields(result) == ("x.a3", 3, 3, 2)
+    result = run_rule(signals, attempts=attempts, requires=["ci", "tests"], score=score_rule)
+    assert accepted_fields(result) == ("x.a2", 2, 2, 1)
+
+
 @pytest.mark.parametrize(
     ("n", "expected"),
     [(7, 7), (3.0, 3), (_ABSENT, 2), (None, 2), ("5", 2), (True, 2), (2.5, 2)],
