@@ -130,6 +130,21 @@ def _dataset(work: Path) -> Path:
     return work / "package.dataset"
 
 
+def _runs_in_dataset(work: Path) -> int:
+    """Runs in the dataset ``package_ingest`` wrote (the evaluation figures' documents).
+
+    Figures of ``--groups evaluation`` alone count no documents of their own.
+    """
+    if not _dataset(work).exists():
+        return 0
+    import polars as pl
+
+    import ocp_analytics as oa
+
+    runs = oa.scan_dataset(_dataset(work)).frames["runs"]
+    return int(runs.select(pl.len()).collect().item())
+
+
 # --------------------------------------------------------------------------
 # Ingest figures
 
@@ -1015,7 +1030,8 @@ def main(argv: list[str] | None = None) -> int:
     res: dict[str, Any] = {
         "command": "python -m benchmarks.baselines "
         f"--data {a.data} --rules {a.rules} --work {a.work} --repeat {a.repeat}",
-        "docs": max((f.get("docs", 0) for f in figures.values()), default=0),
+        "docs": max((f.get("docs", 0) for f in figures.values()), default=0)
+        or _runs_in_dataset(a.work),
         "bytes": size,
         "rules": len(read_rules(a.rules)),
         "repeat": a.repeat,
