@@ -50,6 +50,26 @@ def test_sliced_acceptance_file_equals_acceptance(generated: tuple[Path, Path]) 
     assert pq.read_schema(out).equals(ACCEPTANCE)
     assert pq.read_table(out).schema.equals(ACCEPTANCE)
     assert duckdb.sql(f"SELECT count(*) FROM read_parquet('{out}')").fetchall() == [(rows,)]
+    # only the four attempt columns may be null: the others are REQUIRED in the file
+    optional = {
+        c.path.split(".")[0]
+        for c in pq.ParquetFile(out).schema
+        if c.max_definition_level > (1 if c.path.startswith("reasons.") else 0)
+    }
+    assert optional == {
+        "accepted_attempt",
+        "attempts_to_acceptance",
+        "accepted_attempt_n",
+        "accepted_round",
+    }
+    # min/max of the rule only: a row group holds one rule of one slice
+    group = pq.ParquetFile(out).metadata.row_group(0)
+    stats = {
+        group.column(i).path_in_schema
+        for i in range(group.num_columns)
+        if group.column(i).is_stats_set
+    }
+    assert stats == {"rule"}
 
 
 def test_issue12_written_in_slice_then_rule_order(generated: tuple[Path, Path]) -> None:
