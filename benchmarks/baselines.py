@@ -1029,7 +1029,8 @@ def main(argv: list[str] | None = None) -> int:
     names = [n for n in ("polars_handwritten", "duckdb_handwritten") if n in figures]
     res: dict[str, Any] = {
         "command": "python -m benchmarks.baselines "
-        f"--data {a.data} --rules {a.rules} --work {a.work} --repeat {a.repeat}",
+        f"--data {a.data} --rules {a.rules} --work {a.work} --repeat {a.repeat} "
+        f"--groups {a.groups}",
         "docs": max((f.get("docs", 0) for f in figures.values()), default=0)
         or _runs_in_dataset(a.work),
         "bytes": size,
