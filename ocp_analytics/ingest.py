@@ -49,9 +49,17 @@ from ocp_analytics.sources import Digest, ReadProblem, Source, find_sources, rea
 from ocp_analytics.storage import Store
 from ocp_analytics.tables import ChunkMeta, ChunkTables, build_tables, quarantine_frame
 
-CHUNK_DOCS = 10_000
+# Documents decoded and flattened at a time. Building a chunk's tables costs
+# about 30 ms of CPU whatever its size (polars plans and runs some 60 steps),
+# so larger chunks cost less a document but hold more in memory: at 2M
+# documents 20k chunks took 0.93x the time of 10k at 0.97-1.00 against 0.77 GiB
+# of peak RSS; 15k chunks 0.88 GiB (see benchmarks/RESULTS.md).
+CHUNK_DOCS = 15_000
 COMMIT_DOCS = 1_000_000
-PART_RUNS = 20_000  # runs per Parquet part (more would hold more frames in memory)
+# A Parquet part is written once this many runs are held: a full chunk's runs
+# make one part (a chunk has fewer runs than documents when some are
+# quarantined or skipped); parts of two 15k chunks held 0.93 GiB.
+PART_RUNS = CHUNK_DOCS // 2
 # Threads building chunks. Measured at 200k documents: 1 worker and 20k-document
 # chunks 14.3k docs/s, 703 MB; 2 workers and 10k chunks 17.6k docs/s, 694 MB.
 WORKERS = min(2, os.cpu_count() or 1)
