@@ -72,7 +72,7 @@ _STATISTICS = ["rule"]
 
 # CODED columns hold at most 4 words (rule: its one name), so 8-bit codes.
 _CODES = pa.dictionary(pa.uint8(), pa.large_string())
-_WORDS = pa.large_list(pa.field("item", pa.dictionary(pa.uint32(), pa.large_string()), False))
+_WORD = pa.dictionary(pa.uint32(), pa.large_string())
 
 
 def _as_written(schema: pa.Schema) -> pa.Schema:
@@ -92,8 +92,8 @@ def _as_written(schema: pa.Schema) -> pa.Schema:
     """
 
     def written(f: pa.Field) -> pa.DataType:
-        if f.name == "reasons":
-            return _WORDS
+        if f.name == "reasons":  # the schema's list item (its name, not null), coded
+            return pa.large_list(f.type.value_field.with_type(_WORD))
         if f.name in CODED:
             return _CODES
         return pa.string_view() if f.type == pa.large_string() else f.type
