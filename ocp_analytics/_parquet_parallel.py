@@ -24,6 +24,8 @@ the row groups' ``ordinal`` are touched.
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -37,16 +39,22 @@ _MAGIC = b"PAR1"
 _STOP, _TRUE, _FALSE, _BYTE, _I16, _I32, _I64, _DOUBLE, _BINARY, _LIST, _SET = range(11)
 _STRUCT = 12
 
-# FileMetaData field ids
-_NUM_ROWS, _ROW_GROUPS = 3, 4
+# FileMetaData field ids: schema, num_rows, row_groups
+_SCHEMA, _NUM_ROWS, _ROW_GROUPS = 2, 3, 4
+# SchemaElement: name, num_children
+_NAME, _CHILDREN = 4, 5
 # RowGroup: columns, file_offset, ordinal
 _COLUMNS, _RG_FILE_OFFSET, _ORDINAL = 1, 5, 7
 # ColumnChunk: file_offset (deprecated, 0 when pyarrow writes it), meta_data,
 # offset_index_offset, column_index_offset
 _CC_FILE_OFFSET, _META, _CC_OFFSETS = 2, 3, (4, 6)
-# ColumnMetaData: data_page_offset, index_page_offset, dictionary_page_offset,
-# bloom_filter_offset
-_OFFSETS = (9, 10, 11, 14)
+# ColumnMetaData: path_in_schema, total_uncompressed_size,
+# total_compressed_size, data_page_offset, dictionary_page_offset
+_PATH, _UNCOMPRESSED, _COMPRESSED, _DATA_PAGE, _DICTIONARY_PAGE = 3, 6, 7, 9, 11
+# ... and its byte offsets: data page, index page, dictionary page, bloom filter
+_OFFSETS = (_DATA_PAGE, 10, _DICTIONARY_PAGE, 14)
+# RowGroup total_byte_size and total_compressed_size: sums of its chunks'
+_RG_SIZES = {2: _UNCOMPRESSED, 6: _COMPRESSED}
 
 Field = list[Any]  # [field id, type id, value]
 
@@ -198,14 +206,52 @@ def _moved(row_group: list[Field], by: int, ordinal: int) -> list[Field]:
             f[2] = ordinal
         elif f[0] == _COLUMNS:
             for chunk in f[2][1]:
-                for g in chunk:
-                    if g[0] in _CC_OFFSETS or (g[0] == _CC_FILE_OFFSET and g[2]):
-                        g[2] += by
-                    elif g[0] == _META:
-                        for h in g[2]:
-                            if h[0] in _OFFSETS:
-                                h[2] += by
+                _moved_chunk(chunk, by)
     return row_group
+
+
+def _chunk_span(chunk: list[Field]) -> tuple[int, int]:
+    """Where a column chunk's bytes start (its dictionary page, if any) and their size."""
+    meta = _field(chunk, _META)[2]
+    found = {f[0]: f[2] for f in meta}
+    at = found.get(_DICTIONARY_PAGE) or found[_DATA_PAGE]
+    return at, found[_COMPRESSED]
+
+
+def _chunk_path(chunk: list[Field]) -> tuple[bytes, ...]:
+    return tuple(_field(_field(chunk, _META)[2], _PATH)[2][1])
+
+
+def _moved_chunk(chunk: list[Field], by: int) -> list[Field]:
+    """``chunk`` (a ColumnChunk) with its byte offsets moved by ``by``."""
+    for g in chunk:
+        if g[0] in _CC_OFFSETS or (g[0] == _CC_FILE_OFFSET and g[2]):
+            g[2] += by
+        elif g[0] == _META:
+            for h in g[2]:
+                if h[0] in _OFFSETS:
+                    h[2] += by
+    return chunk
+
+
+def _leaf_paths(elements: list[list[Field]]) -> list[tuple[bytes, ...]]:
+    """The leaf columns' paths from the footer's flattened schema (root first)."""
+    paths: list[tuple[bytes, ...]] = []
+
+    def walk(i: int, prefix: tuple[bytes, ...]) -> int:
+        found = {f[0]: f[2] for f in elements[i]}
+        here = (*prefix, found[_NAME]) if i else prefix
+        children = found.get(_CHILDREN, 0)
+        if not children:
+            paths.append(here)
+            return i + 1
+        i += 1
+        for _ in range(children):
+            i = walk(i, here)
+        return i
+
+    walk(0, ())
+    return paths
 
 
 def encode(
@@ -253,16 +299,22 @@ class ParquetRowGroups:
     (``store_schema`` and the other ``pyarrow.parquet.ParquetWriter``
     keywords); :meth:`close` writes the footer pyarrow writes for them.
 
+    A part may leave out columns whose data is that of the part appended
+    before it (``same`` in :meth:`append`): their encoded chunks are written
+    again instead of being encoded again. At 100 rules every frame of a slice
+    holds the same ``run_id`` column, a sixth of the encoding.
+
     Examples
     --------
     >>> import tempfile, pyarrow.parquet as pq
-    >>> t = pa.table({"x": [1, 2, 3]})
+    >>> t = pa.table({"x": [1, 2, 3], "y": ["a", "b", "c"]})
     >>> path = tempfile.mkdtemp() + "/x.parquet"
     >>> out = ParquetRowGroups(path, t.schema)
-    >>> out.append(encode(t, t.schema)); out.append(encode(t, t.schema))
+    >>> out.append(encode(t, t.schema))
+    >>> out.append(encode(t.drop_columns("y"), t.schema.remove(1)), same=["y"])
     >>> out.close()
-    >>> pq.read_table(path)["x"].to_pylist(), pq.ParquetFile(path).num_row_groups
-    ([1, 2, 3, 1, 2, 3], 2)
+    >>> pq.read_table(path).to_pydict()
+    {'x': [1, 2, 3, 1, 2, 3], 'y': ['a', 'b', 'c', 'a', 'b', 'c']}
     """
 
     def __init__(self, path: str | Path, schema: pa.Schema, **options: Any) -> None:
@@ -270,31 +322,84 @@ class ParquetRowGroups:
         self.options = options
         self.rows = 0
         self._row_groups: list[list[Field]] = []
+        # the last chunk written of each leaf column: (bytes, ColumnChunk, offset)
+        self._last: dict[tuple[bytes, ...], tuple[bytes, list[Field], int]] = {}
         self._file = open(path, "wb")  # noqa: SIM115 - closed by close()
         self._file.write(_MAGIC)
         self._at = len(_MAGIC)
 
-    def append(self, part: pa.Buffer) -> None:
-        """Append the row groups of ``part`` (a file :func:`encode` wrote)."""
+    def append(self, part: pa.Buffer, same: Collection[str] = ()) -> None:
+        """Append the row groups of ``part`` (a file :func:`encode` wrote).
+
+        ``same`` names the columns ``part`` leaves out because they hold the
+        data of the part appended before it (``part`` then holds one row
+        group): their chunks are written again.
+        """
         data = memoryview(part)
         fields, start = _footer(data)
-        by = self._at - len(_MAGIC)
-        for row_group in _field(fields, _ROW_GROUPS)[2][1]:
-            self._row_groups.append(_moved(row_group, by, len(self._row_groups)))
+        groups = _field(fields, _ROW_GROUPS)[2][1]
         self.rows += _field(fields, _NUM_ROWS)[2]
-        self._file.write(data[len(_MAGIC) : start])
-        self._at += start - len(_MAGIC)
+        if not same:  # the row groups as they are, moved
+            by = self._at - len(_MAGIC)
+            for row_group in groups:
+                self._row_groups.append(_moved(row_group, by, len(self._row_groups)))
+                for chunk in _field(row_group, _COLUMNS)[2][1]:
+                    at, size = _chunk_span(chunk)  # where it now lies
+                    body = bytes(data[at - by : at - by + size])
+                    self._last[_chunk_path(chunk)] = (body, chunk, at)
+            self._file.write(data[len(_MAGIC) : start])
+            self._at += start - len(_MAGIC)
+            return
+        if len(groups) != 1:
+            raise ValueError("a part leaving out columns must hold one row group")
+        (row_group,) = groups
+        given = iter(_field(row_group, _COLUMNS)[2][1])
+        chunks = []
+        for path in self._leaves():
+            if path[0].decode() in same:
+                body, chunk, at = self._last[path]
+                chunk = _moved_chunk(copy.deepcopy(chunk), self._at - at)
+            else:
+                chunk = next(given)
+                at, size = _chunk_span(chunk)
+                body = bytes(data[at : at + size])
+                chunk = _moved_chunk(chunk, self._at - at)
+                self._last[path] = (body, chunk, self._at)
+            self._file.write(body)
+            chunks.append(chunk)
+            self._at += len(body)
+        _field(row_group, _COLUMNS)[2] = (_STRUCT, chunks)
+        first, _ = _chunk_span(chunks[0])
+        for f in row_group:
+            if f[0] == _RG_FILE_OFFSET:
+                f[2] = first
+            elif f[0] == _ORDINAL:
+                f[2] = len(self._row_groups)
+            elif f[0] in _RG_SIZES:
+                f[2] = sum(_field(_field(c, _META)[2], _RG_SIZES[f[0]])[2] for c in chunks)
+        self._row_groups.append(row_group)
+
+    def _leaves(self) -> list[tuple[bytes, ...]]:
+        """The leaf columns' paths, in the file's order."""
+        if not hasattr(self, "_paths"):
+            fields, _ = _footer(memoryview(self._empty()))
+            self._paths = _leaf_paths(_field(fields, _SCHEMA)[2][1])
+        return self._paths
+
+    def _empty(self, metadata: dict[bytes, bytes] | None = None) -> pa.Buffer:
+        """The file pyarrow writes for the schema and options, with no rows."""
+        import pyarrow.parquet as pq
+
+        sink = pa.BufferOutputStream()
+        with pq.ParquetWriter(sink, self.schema, **self.options) as writer:
+            if metadata:
+                writer.add_key_value_metadata(metadata)
+        return sink.getvalue()
 
     def close(self, metadata: dict[bytes, bytes] | None = None) -> None:
         """Write the footer (with ``metadata`` as key-value pairs) and close the file."""
         try:
-            import pyarrow.parquet as pq
-
-            sink = pa.BufferOutputStream()
-            with pq.ParquetWriter(sink, self.schema, **self.options) as writer:
-                if metadata:
-                    writer.add_key_value_metadata(metadata)
-            fields, _ = _footer(memoryview(sink.getvalue()))
+            fields, _ = _footer(memoryview(self._empty(metadata)))
             _field(fields, _NUM_ROWS)[2] = self.rows
             _field(fields, _ROW_GROUPS)[2] = (_STRUCT, self._row_groups)
             footer = _write_struct(fields, bytearray())

@@ -118,6 +118,32 @@ _DICTIONARY = [c for c in OUTPUT_SCHEMA if c not in ("run_id", "reasons")] + [
 ]
 
 
+def _same_data(table: pa.Table, other: pa.Table, name: str) -> bool:
+    """Whether column ``name`` of both tables is the very same memory (so the same data).
+
+    Only while ``other`` is alive: its buffers cannot be freed and their
+    addresses reused. Dictionary columns are never the same here (a
+    dictionary's values are not among an array's buffers).
+
+    Examples
+    --------
+    >>> t = pa.table({"x": [1, 2], "d": pa.array(["a", "b"]).dictionary_encode()})
+    >>> _same_data(t.select(["x"]), t, "x"), _same_data(pa.table({"x": [1, 2]}), t, "x")
+    (True, False)
+    >>> _same_data(t, t, "d")
+    False
+    """
+    a, b = table.column(name), other.column(name)
+    if a.type != b.type or "dictionary" in str(a.type) or a.num_chunks != b.num_chunks:
+        return False
+
+    def where(chunk: pa.Array) -> tuple[object, ...]:
+        held = ((x.address, x.size) if x else None for x in chunk.buffers())
+        return (chunk.offset, len(chunk), *held)
+
+    return all(where(x) == where(y) for x, y in zip(a.chunks, b.chunks, strict=True))
+
+
 class _Writer:
     """Appends decisions to one Parquet file, its row groups encoded on several threads.
 
@@ -144,8 +170,9 @@ class _Writer:
         self.rows = 0
         self._out = ParquetRowGroups(path, schema, **options)
         self._pool = ThreadPoolExecutor(ENCODERS, thread_name_prefix="ocp-write")
-        self._pending: deque[tuple[Future[tuple[pa.Buffer, pa.Buffer]], int]] = deque()
+        self._pending: deque[tuple[Future[tuple[pa.Buffer, pa.Buffer]], int, list[str]]] = deque()
         self._bytes = 0
+        self._last: pa.Table | None = None  # the frame before (alive: see _same_data)
         # buffers the encoders write into, reused once their part is appended
         self._spare: deque[pa.Buffer] = deque()
         self._space = 16 << 20  # bytes a new one holds (a 500k-row part: ~3.5 MB)
@@ -170,8 +197,14 @@ class _Writer:
             table = table.cast(self.schema)
         size = table.nbytes
         self._append(WRITE_AHEAD_BYTES - size)
-        part = self._pool.submit(self._encode, table)
-        self._pending.append((part, size))
+        # columns holding the very data of the frame before (every rule of a
+        # slice has the slice's run_id): encoded once, their chunks written again
+        last, self._last = self._last, table
+        same = [c for c in table.column_names if last is not None and _same_data(table, last, c)]
+        if len(same) == table.num_columns:
+            same = []
+        part = self._pool.submit(self._encode, table.drop_columns(same))
+        self._pending.append((part, size, same))
         self._bytes += size
         self.rows += decisions.height
 
@@ -181,15 +214,15 @@ class _Writer:
             into = self._spare.pop()
         except IndexError:
             into = pa.allocate_buffer(self._space)
-        return encode(table, self.schema, into, **self.options), into
+        return encode(table, table.schema, into, **self.options), into
 
     def _append(self, most: int) -> None:
         """Append the encoded frames at the front, waiting until at most ``most`` bytes wait."""
         while self._pending and (self._bytes > most or self._pending[0][0].done()):
-            future, size = self._pending.popleft()
+            future, size, same = self._pending.popleft()
             self._bytes -= size
             part, into = future.result()  # a failed encoding raises here
-            self._out.append(part)
+            self._out.append(part, same)
             if part.address == into.address:
                 self._spare.append(into)
             else:  # it did not fit: larger buffers from now on
@@ -205,7 +238,7 @@ class _Writer:
 
     def abort(self) -> None:
         """Drop the frames not encoded yet, wait for the threads and close the file."""
-        for part, _ in self._pending:
+        for part, _, _ in self._pending:
             part.cancel()
         self._pending.clear()
         self._pool.shutdown(wait=True)
