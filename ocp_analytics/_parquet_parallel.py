@@ -16,10 +16,14 @@ not offsets), so the file is byte for byte the one a single ``ParquetWriter``
 given the same tables writes (``tests/test_parquet_parallel.py`` holds it to
 that).
 
+A part may also leave out columns holding the data of the part before it:
+their encoded chunks are written again (see :meth:`ParquetRowGroups.append`),
+and the file is still the one a single writer writes.
+
 The footer is Thrift's compact encoding of ``FileMetaData``: the few lines of
 :func:`_read_struct` / :func:`_write_struct` read it into nested lists and
-write them back unchanged, so only the fields named in :data:`_OFFSETS` and
-the row groups' ``ordinal`` are touched.
+write them back unchanged but for the byte offsets, each row group's
+``ordinal``, and the sizes of a row group whose chunks were written again.
 """
 
 from __future__ import annotations
@@ -52,7 +56,8 @@ _CC_FILE_OFFSET, _META, _CC_OFFSETS = 2, 3, (4, 6)
 # total_compressed_size, data_page_offset, dictionary_page_offset
 _PATH, _UNCOMPRESSED, _COMPRESSED, _DATA_PAGE, _DICTIONARY_PAGE = 3, 6, 7, 9, 11
 # ... and its byte offsets: data page, index page, dictionary page, bloom filter
-_OFFSETS = (_DATA_PAGE, 10, _DICTIONARY_PAGE, 14)
+_BLOOM = 14
+_OFFSETS = (_DATA_PAGE, 10, _DICTIONARY_PAGE, _BLOOM)
 # RowGroup total_byte_size and total_compressed_size: sums of its chunks'
 _RG_SIZES = {2: _UNCOMPRESSED, 6: _COMPRESSED}
 
@@ -210,16 +215,20 @@ def _moved(row_group: list[Field], by: int, ordinal: int) -> list[Field]:
     return row_group
 
 
+def _chunk_fields(chunk: list[Field]) -> dict[int, Any]:
+    """A ColumnChunk's ColumnMetaData, by field id."""
+    return {f[0]: f[2] for f in _field(chunk, _META)[2]}
+
+
 def _chunk_span(chunk: list[Field]) -> tuple[int, int]:
     """Where a column chunk's bytes start (its dictionary page, if any) and their size."""
-    meta = _field(chunk, _META)[2]
-    found = {f[0]: f[2] for f in meta}
+    found = _chunk_fields(chunk)
     at = found.get(_DICTIONARY_PAGE) or found[_DATA_PAGE]
     return at, found[_COMPRESSED]
 
 
 def _chunk_path(chunk: list[Field]) -> tuple[bytes, ...]:
-    return tuple(_field(_field(chunk, _META)[2], _PATH)[2][1])
+    return tuple(_chunk_fields(chunk)[_PATH][1])
 
 
 def _moved_chunk(chunk: list[Field], by: int) -> list[Field]:
@@ -324,6 +333,8 @@ class ParquetRowGroups:
         self._row_groups: list[list[Field]] = []
         # the last chunk written of each leaf column: (bytes, ColumnChunk, offset)
         self._last: dict[tuple[bytes, ...], tuple[bytes, list[Field], int]] = {}
+        fields, _ = _footer(memoryview(self._empty()))
+        self._leaves = _leaf_paths(_field(fields, _SCHEMA)[2][1])  # in the file's order
         self._file = open(path, "wb")  # noqa: SIM115 - closed by close()
         self._file.write(_MAGIC)
         self._at = len(_MAGIC)
@@ -355,12 +366,14 @@ class ParquetRowGroups:
         (row_group,) = groups
         given = iter(_field(row_group, _COLUMNS)[2][1])
         chunks = []
-        for path in self._leaves():
+        for path in self._leaves:
             if path[0].decode() in same:
                 body, chunk, at = self._last[path]
                 chunk = _moved_chunk(copy.deepcopy(chunk), self._at - at)
             else:
                 chunk = next(given)
+                if any(g[0] in _CC_OFFSETS for g in chunk) or _BLOOM in _chunk_fields(chunk):
+                    raise ValueError("columns left out with page indexes or bloom filters")
                 at, size = _chunk_span(chunk)
                 body = bytes(data[at : at + size])
                 chunk = _moved_chunk(chunk, self._at - at)
@@ -378,13 +391,6 @@ class ParquetRowGroups:
             elif f[0] in _RG_SIZES:
                 f[2] = sum(_field(_field(c, _META)[2], _RG_SIZES[f[0]])[2] for c in chunks)
         self._row_groups.append(row_group)
-
-    def _leaves(self) -> list[tuple[bytes, ...]]:
-        """The leaf columns' paths, in the file's order."""
-        if not hasattr(self, "_paths"):
-            fields, _ = _footer(memoryview(self._empty()))
-            self._paths = _leaf_paths(_field(fields, _SCHEMA)[2][1])
-        return self._paths
 
     def _empty(self, metadata: dict[bytes, bytes] | None = None) -> pa.Buffer:
         """The file pyarrow writes for the schema and options, with no rows."""

@@ -326,3 +326,51 @@ def test_issue12_nothing_selected_writes_an_empty_readable_file(tmp_path: Path) 
     assert pq.read_schema(out).equals(ACCEPTANCE)
     assert pq.read_schema(out).metadata[b"ocp_analytics.as_of"] == b"2027-01-01T00:00:00+00:00"
     assert pl.read_parquet(out).height == 0
+
+
+def test_issue12_run_id_encoded_once_a_slice_and_the_file_as_one_writer_writes(
+    generated: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Parts encoded on threads leave out the slice's run_id after its first rule;
+    the joined file is the one a single ParquetWriter writes from the same frames."""
+    import pyarrow as pa
+
+    from ocp_analytics import api
+
+    ds, rules = generated
+    frames: list[pa.Table] = []
+    encoded: list[list[str]] = []
+    real_add, real_encode = api._Writer.add, api.encode
+
+    def add(self: api._Writer, decisions: pl.DataFrame) -> None:
+        real_add(self, decisions)
+        assert self._last is not None and decisions.height > 0
+        frames.append(self._last)  # the frame as converted for the writer
+
+    def encode(table: pa.Table, *a: object, **k: object) -> pa.Buffer:
+        encoded.append(table.column_names)
+        return real_encode(table, *a, **k)
+
+    monkeypatch.setattr(api._Writer, "add", add)
+    monkeypatch.setattr(api, "encode", encode)
+    out = tmp_path / "acc.parquet"
+    rows = oa.write_acceptance(ds, out, rules, as_of=AS_OF, slice_runs=250)
+    n_slices = len(list(slices(ds, 250)))
+    assert len(frames) == n_slices * 7 and rows == sum(f.num_rows for f in frames)
+    # run_id is encoded for the recorded rule's frame of a slice (its own run
+    # order) and the first alternative rule's, then written again for the others
+    assert n_slices <= sum("run_id" in names for names in encoded) <= 2 * n_slices
+    meta = pq.read_metadata(out).metadata
+    keys = [b"ARROW:schema", b"ocp_analytics.as_of"]  # in the order write_acceptance gives them
+    one = tmp_path / "one.parquet"
+    with pq.ParquetWriter(
+        one,
+        api._as_written(api.ACCEPTANCE),
+        write_statistics=api._STATISTICS,
+        use_dictionary=api._DICTIONARY,
+        store_schema=False,
+    ) as writer:
+        for f in frames:
+            writer.write_table(f)
+        writer.add_key_value_metadata({k: meta[k] for k in keys})
+    assert out.read_bytes() == one.read_bytes()
