@@ -35,7 +35,7 @@ from typing import Any
 
 import pyarrow as pa
 
-__all__ = ["ParquetRowGroups", "encode"]
+__all__ = ["ROW_GROUP_ROWS", "ParquetRowGroups", "encode"]
 
 _MAGIC = b"PAR1"
 
@@ -47,8 +47,8 @@ _STRUCT = 12
 _SCHEMA, _NUM_ROWS, _ROW_GROUPS = 2, 3, 4
 # SchemaElement: name, num_children
 _NAME, _CHILDREN = 4, 5
-# RowGroup: columns, file_offset, ordinal
-_COLUMNS, _RG_FILE_OFFSET, _ORDINAL = 1, 5, 7
+# RowGroup: columns, num_rows, file_offset, ordinal
+_COLUMNS, _NUM_ROWS_RG, _RG_FILE_OFFSET, _ORDINAL = 1, 3, 5, 7
 # ColumnChunk: file_offset (deprecated, 0 when pyarrow writes it), meta_data,
 # offset_index_offset, column_index_offset
 _CC_FILE_OFFSET, _META, _CC_OFFSETS = 2, 3, (4, 6)
@@ -56,12 +56,19 @@ _CC_FILE_OFFSET, _META, _CC_OFFSETS = 2, 3, (4, 6)
 # total_compressed_size, data_page_offset, dictionary_page_offset
 _PATH, _UNCOMPRESSED, _COMPRESSED, _DATA_PAGE, _DICTIONARY_PAGE = 3, 6, 7, 9, 11
 # ... and its byte offsets: data page, index page, dictionary page, bloom filter
-_BLOOM = 14
-_OFFSETS = (_DATA_PAGE, 10, _DICTIONARY_PAGE, _BLOOM)
+_OFFSETS = (_DATA_PAGE, 10, _DICTIONARY_PAGE, 14)
 # RowGroup total_byte_size and total_compressed_size: sums of its chunks'
 _RG_SIZES = {2: _UNCOMPRESSED, 6: _COMPRESSED}
 
 Field = list[Any]  # [field id, type id, value]
+
+# Rows a row group holds at most (pyarrow's default, given explicitly): a
+# part of more rows holds several row groups, so leaves out no column.
+ROW_GROUP_ROWS = 1 << 20
+
+# Writer options whose bytes lie outside the row groups' chunks (page
+# indexes, bloom filters) or depend on a row group's place (encryption).
+_REFUSED = ("write_page_index", "bloom_filter_options", "encryption_properties")
 
 
 def _varint(b: bytes, i: int) -> tuple[int, int]:
@@ -290,14 +297,14 @@ def encode(
         fixed = pa.FixedSizeBufferWriter(into)
         try:
             with pq.ParquetWriter(fixed, schema, **options) as writer:
-                writer.write_table(table)
+                writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
             return into.slice(0, fixed.tell())
         except OSError as e:
             if "out of bounds" not in str(e):  # only "the buffer is full" is handled
                 raise
     sink = pa.BufferOutputStream()
     with pq.ParquetWriter(sink, schema, **options) as writer:
-        writer.write_table(table)
+        writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
     return sink.getvalue()
 
 
@@ -327,12 +334,15 @@ class ParquetRowGroups:
     """
 
     def __init__(self, path: str | Path, schema: pa.Schema, **options: Any) -> None:
+        refused = [k for k in _REFUSED if options.get(k)]
+        if refused:
+            raise ValueError(f"row groups joined into one file cannot have {', '.join(refused)}")
         self.schema = schema
         self.options = options
         self.rows = 0
         self._row_groups: list[list[Field]] = []
-        # the last chunk written of each leaf column: (bytes, ColumnChunk, offset)
-        self._last: dict[tuple[bytes, ...], tuple[bytes, list[Field], int]] = {}
+        # the last chunk written of each leaf column: (bytes, ColumnChunk, offset, rows)
+        self._last: dict[tuple[bytes, ...], tuple[bytes, list[Field], int, int]] = {}
         fields, _ = _footer(memoryview(self._empty()))
         self._leaves = _leaf_paths(_field(fields, _SCHEMA)[2][1])  # in the file's order
         self._file = open(path, "wb")  # noqa: SIM115 - closed by close()
@@ -349,37 +359,44 @@ class ParquetRowGroups:
         data = memoryview(part)
         fields, start = _footer(data)
         groups = _field(fields, _ROW_GROUPS)[2][1]
-        self.rows += _field(fields, _NUM_ROWS)[2]
         if not same:  # the row groups as they are, moved
             by = self._at - len(_MAGIC)
             for row_group in groups:
                 self._row_groups.append(_moved(row_group, by, len(self._row_groups)))
+                rows = _field(row_group, _NUM_ROWS_RG)[2]
                 for chunk in _field(row_group, _COLUMNS)[2][1]:
                     at, size = _chunk_span(chunk)  # where it now lies
                     body = bytes(data[at - by : at - by + size])
-                    self._last[_chunk_path(chunk)] = (body, chunk, at)
+                    self._last[_chunk_path(chunk)] = (body, chunk, at, rows)
             self._file.write(data[len(_MAGIC) : start])
             self._at += start - len(_MAGIC)
+            self.rows += _field(fields, _NUM_ROWS)[2]
             return
         if len(groups) != 1:
             raise ValueError("a part leaving out columns must hold one row group")
         (row_group,) = groups
+        rows = _field(row_group, _NUM_ROWS_RG)[2]
         given = iter(_field(row_group, _COLUMNS)[2][1])
-        chunks = []
-        for path in self._leaves:
+        placed: list[tuple[tuple[bytes, ...], bytes, list[Field], int]] = []
+        for path in self._leaves:  # checked before a byte is written
             if path[0].decode() in same:
-                body, chunk, at = self._last[path]
-                chunk = _moved_chunk(copy.deepcopy(chunk), self._at - at)
+                if path not in self._last or self._last[path][3] != rows:
+                    raise ValueError(f"no chunk of {rows} rows before for {path[0].decode()!r}")
+                body, chunk, at, _ = self._last[path]
+                placed.append((path, body, copy.deepcopy(chunk), at))
             else:
-                chunk = next(given)
-                if any(g[0] in _CC_OFFSETS for g in chunk) or _BLOOM in _chunk_fields(chunk):
-                    raise ValueError("columns left out with page indexes or bloom filters")
+                chunk = next(given, None)
+                if chunk is None or _chunk_path(chunk) != path:
+                    raise ValueError(f"the part has no chunk for {path!r} where expected")
                 at, size = _chunk_span(chunk)
-                body = bytes(data[at : at + size])
-                chunk = _moved_chunk(chunk, self._at - at)
-                self._last[path] = (body, chunk, self._at)
+                placed.append((path, bytes(data[at : at + size]), chunk, at))
+        if next(given, None) is not None:
+            raise ValueError("the part has chunks for columns named as left out")
+        chunks = []
+        for path, body, chunk, at in placed:
+            chunks.append(_moved_chunk(chunk, self._at - at))
+            self._last[path] = (body, chunk, self._at, rows)
             self._file.write(body)
-            chunks.append(chunk)
             self._at += len(body)
         _field(row_group, _COLUMNS)[2] = (_STRUCT, chunks)
         first, _ = _chunk_span(chunks[0])
@@ -391,6 +408,7 @@ class ParquetRowGroups:
             elif f[0] in _RG_SIZES:
                 f[2] = sum(_field(_field(c, _META)[2], _RG_SIZES[f[0]])[2] for c in chunks)
         self._row_groups.append(row_group)
+        self.rows += rows
 
     def _empty(self, metadata: dict[bytes, bytes] | None = None) -> pa.Buffer:
         """The file pyarrow writes for the schema and options, with no rows."""

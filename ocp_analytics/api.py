@@ -20,6 +20,7 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 
+from ocp_analytics import _parquet_parallel
 from ocp_analytics._parquet_parallel import ParquetRowGroups, encode
 from ocp_analytics.acceptance import CODED, OUTPUT_SCHEMA, enum_words, turned_by_late_event
 from ocp_analytics.evaluate import SLICE_RUNS, run
@@ -53,7 +54,11 @@ WRITE_AHEAD_BYTES = 256 << 20
 # Threads encoding the acceptance file's row groups (see _Writer). On 2
 # cores two encode beside the evaluation: 2M runs x 100 rules ~29.2 s
 # against ~30.8 with one (the one thread was the bound).
-ENCODERS = max(1, min(4, os.cpu_count() or 1))
+ENCODERS = max(1, min(4, len(os.sched_getaffinity(0))))
+
+# Bytes a buffer the encoders write into holds at first (a 500k-row part of
+# the acceptance file is about 3.5 MB); larger ones once a part did not fit.
+PART_SPACE = 16 << 20
 
 
 class _Collect:
@@ -122,19 +127,22 @@ def _same_data(table: pa.Table, other: pa.Table, name: str) -> bool:
     """Whether column ``name`` of both tables is the very same memory (so the same data).
 
     Only while ``other`` is alive: its buffers cannot be freed and their
-    addresses reused. Dictionary columns are never the same here (a
-    dictionary's values are not among an array's buffers).
+    addresses reused. Dictionary and nested columns are never the same here
+    (a dictionary's values and a child's offset are not among an array's
+    buffers).
 
     Examples
     --------
     >>> t = pa.table({"x": [1, 2], "d": pa.array(["a", "b"]).dictionary_encode()})
     >>> _same_data(t.select(["x"]), t, "x"), _same_data(pa.table({"x": [1, 2]}), t, "x")
     (True, False)
-    >>> _same_data(t, t, "d")
-    False
+    >>> _same_data(t, t, "d"), _same_data(pa.table({"l": [[1]]}), pa.table({"l": [[1]]}), "l")
+    (False, False)
     """
     a, b = table.column(name), other.column(name)
-    if a.type != b.type or "dictionary" in str(a.type) or a.num_chunks != b.num_chunks:
+    if a.type != b.type or a.num_chunks != b.num_chunks:
+        return False
+    if pa.types.is_nested(a.type) or pa.types.is_dictionary(a.type):
         return False
 
     def where(chunk: pa.Array) -> tuple[object, ...]:
@@ -175,7 +183,7 @@ class _Writer:
         self._last: pa.Table | None = None  # the frame before (alive: see _same_data)
         # buffers the encoders write into, reused once their part is appended
         self._spare: deque[pa.Buffer] = deque()
-        self._space = 16 << 20  # bytes a new one holds (a 500k-row part: ~3.5 MB)
+        self._space = PART_SPACE  # bytes a new one holds
 
     def add(self, decisions: pl.DataFrame) -> None:
         # Texts handed over as string views and Enum columns, without a copy
@@ -201,8 +209,8 @@ class _Writer:
         # slice has the slice's run_id): encoded once, their chunks written again
         last, self._last = self._last, table
         same = [c for c in table.column_names if last is not None and _same_data(table, last, c)]
-        if len(same) == table.num_columns:
-            same = []
+        if len(same) == table.num_columns or table.num_rows > _parquet_parallel.ROW_GROUP_ROWS:
+            same = []  # a part leaves out columns when it holds one row group and others
         part = self._pool.submit(self._encode, table.drop_columns(same))
         self._pending.append((part, size, same))
         self._bytes += size
@@ -227,6 +235,7 @@ class _Writer:
                 self._spare.append(into)
             else:  # it did not fit: larger buffers from now on
                 self._space = max(self._space, 2 * part.size)
+                self._spare.clear()
 
     def close(self, metadata: dict[bytes, bytes]) -> None:
         """Append the last frames and write the footer (raising the first error, if any)."""
@@ -238,10 +247,10 @@ class _Writer:
 
     def abort(self) -> None:
         """Drop the frames not encoded yet, wait for the threads and close the file."""
-        for part, _, _ in self._pending:
+        for part, _, _ in list(self._pending):
             part.cancel()
         self._pending.clear()
-        self._pool.shutdown(wait=True)
+        self._pool.shutdown(wait=True, cancel_futures=True)
         self._out.abort()
 
 

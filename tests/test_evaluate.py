@@ -374,3 +374,24 @@ def test_issue12_run_id_encoded_once_a_slice_and_the_file_as_one_writer_writes(
             writer.write_table(f)
         writer.add_key_value_metadata({k: meta[k] for k in keys})
     assert out.read_bytes() == one.read_bytes()
+
+
+def test_issue12_frames_of_several_row_groups_and_parts_larger_than_their_buffer(
+    generated: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A frame longer than a row group (slices above 1Mi runs) leaves out no column;
+    a part larger than the buffer it was meant for goes to fresh memory."""
+    from ocp_analytics import _parquet_parallel, api
+
+    ds, rules = generated
+    plain = tmp_path / "plain.parquet"
+    oa.write_acceptance(ds, plain, rules, as_of=AS_OF, slice_runs=250)
+    monkeypatch.setattr(api, "PART_SPACE", 1024)  # every part overflows its first buffer
+    small = tmp_path / "small.parquet"
+    oa.write_acceptance(ds, small, rules, as_of=AS_OF, slice_runs=250)
+    assert small.read_bytes() == plain.read_bytes()
+    monkeypatch.setattr(_parquet_parallel, "ROW_GROUP_ROWS", 100)
+    split = tmp_path / "split.parquet"
+    rows = oa.write_acceptance(ds, split, rules, as_of=AS_OF, slice_runs=250)
+    assert pq.ParquetFile(split).metadata.num_row_groups > len(list(slices(ds, 250))) * 7
+    assert pq.read_table(split).equals(pq.read_table(plain)) and rows == 1500 * 7

@@ -156,3 +156,30 @@ def test_issue12_columns_left_out_are_written_again_byte_for_byte(
     assert (tmp_path / "joined.parquet").read_bytes() == _one_writer(
         tmp_path / "one.parquet", tables, **OPTIONS
     )
+
+
+@pytest.mark.parametrize(
+    "option",
+    [{"write_page_index": True}, {"bloom_filter_options": {"run_id": True}}],
+)
+def test_issue12_options_placing_bytes_outside_the_chunks_are_refused(
+    tmp_path: Path, option: dict[str, Any]
+) -> None:
+    with pytest.raises(ValueError, match="cannot have"):
+        ParquetRowGroups(tmp_path / "x.parquet", SCHEMA, **OPTIONS, **option)
+
+
+def test_issue12_a_part_leaving_out_columns_is_checked(tmp_path: Path) -> None:
+    first, other = _frame(10, 1), _frame(12, 2)
+    out = ParquetRowGroups(tmp_path / "x.parquet", SCHEMA, **OPTIONS)
+    rest = other.drop_columns(["run_id"])
+    with pytest.raises(ValueError, match="no chunk of 12 rows before"):
+        out.append(encode(rest, rest.schema, **OPTIONS), same=["run_id"])  # nothing before
+    out.append(encode(first, SCHEMA, **OPTIONS))
+    with pytest.raises(ValueError, match="no chunk of 12 rows before"):  # not the same length
+        out.append(encode(rest, rest.schema, **OPTIONS), same=["run_id"])
+    with pytest.raises(ValueError, match="where expected"):
+        out.append(encode(first, SCHEMA, **OPTIONS), same=["q"])  # q is in the part after all
+    with pytest.raises(ValueError, match="named as left out"):
+        out.append(encode(first, SCHEMA, **OPTIONS), same=["x11"])  # the last one too
+    out.abort()
