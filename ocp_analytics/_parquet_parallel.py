@@ -270,6 +270,23 @@ def _leaf_paths(elements: list[list[Field]]) -> list[tuple[bytes, ...]]:
     return paths
 
 
+def _write(
+    sink: Any,
+    schema: pa.Schema,
+    table: pa.Table | None,
+    metadata: dict[bytes, bytes] | None = None,
+    **options: Any,
+) -> None:
+    """pyarrow's ParquetWriter writes ``table`` (if any) and ``metadata`` to ``sink``."""
+    import pyarrow.parquet as pq
+
+    with pq.ParquetWriter(sink, schema, **options) as writer:
+        if table is not None:
+            writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
+        if metadata:
+            writer.add_key_value_metadata(metadata)
+
+
 def encode(
     table: pa.Table, schema: pa.Schema, into: pa.Buffer | None = None, **options: Any
 ) -> pa.Buffer:
@@ -291,20 +308,16 @@ def encode(
     >>> encode(t, t.schema, pa.allocate_buffer(16)).size > 16  # too small: fresh memory
     True
     """
-    import pyarrow.parquet as pq
-
     if into is not None:
         fixed = pa.FixedSizeBufferWriter(into)
         try:
-            with pq.ParquetWriter(fixed, schema, **options) as writer:
-                writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
+            _write(fixed, schema, table, **options)
             return into.slice(0, fixed.tell())
         except OSError as e:
             if "out of bounds" not in str(e):  # only "the buffer is full" is handled
                 raise
     sink = pa.BufferOutputStream()
-    with pq.ParquetWriter(sink, schema, **options) as writer:
-        writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
+    _write(sink, schema, table, **options)
     return sink.getvalue()
 
 
@@ -406,18 +419,14 @@ class ParquetRowGroups:
             elif f[0] == _ORDINAL:
                 f[2] = len(self._row_groups)
             elif f[0] in _RG_SIZES:
-                f[2] = sum(_field(_field(c, _META)[2], _RG_SIZES[f[0]])[2] for c in chunks)
+                f[2] = sum(_chunk_fields(c)[_RG_SIZES[f[0]]] for c in chunks)
         self._row_groups.append(row_group)
         self.rows += rows
 
     def _empty(self, metadata: dict[bytes, bytes] | None = None) -> pa.Buffer:
         """The file pyarrow writes for the schema and options, with no rows."""
-        import pyarrow.parquet as pq
-
         sink = pa.BufferOutputStream()
-        with pq.ParquetWriter(sink, self.schema, **self.options) as writer:
-            if metadata:
-                writer.add_key_value_metadata(metadata)
+        _write(sink, self.schema, None, metadata, **self.options)
         return sink.getvalue()
 
     def close(self, metadata: dict[bytes, bytes] | None = None) -> None:

@@ -174,9 +174,8 @@ class _Writer:
     ) -> None:
         self.schema = schema
         self.keep = keep
-        self.options = options
         self.rows = 0
-        self._out = ParquetRowGroups(path, schema, **options)
+        self._out = ParquetRowGroups(path, schema, **options)  # and the options parts take
         self._pool = ThreadPoolExecutor(ENCODERS, thread_name_prefix="ocp-write")
         self._pending: deque[tuple[Future[tuple[pa.Buffer, pa.Buffer]], int, list[str]]] = deque()
         self._bytes = 0
@@ -222,7 +221,7 @@ class _Writer:
             into = self._spare.pop()
         except IndexError:
             into = pa.allocate_buffer(self._space)
-        return encode(table, table.schema, into, **self.options), into
+        return encode(table, table.schema, into, **self._out.options), into
 
     def _append(self, most: int) -> None:
         """Append the encoded frames at the front, waiting until at most ``most`` bytes wait."""
