@@ -403,7 +403,7 @@ class BatchWriter:
 
     def _write_part(self, part: list[tuple[str, list[pl.DataFrame], str]]) -> None:
         for table, frames, rel in part:
-            arrow = pl.concat(frames).to_arrow().cast(S.TABLES[table])
+            arrow = S.part_table(pl.concat(frames), table)
             write_parquet_atomic(arrow, self.root.child(rel), part_of=table)
 
     def wait(self) -> None:

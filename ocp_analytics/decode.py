@@ -398,7 +398,7 @@ def _decode_or_bisect(texts: pl.Series, positions: list[int], failed: list[int])
 
 
 def decode_texts(
-    texts: list[str],
+    texts: pl.Series | list[str],
     unterminated: frozenset[int] = frozenset(),
     *,
     raw: Mapping[int, str] | None = None,
@@ -409,7 +409,7 @@ def decode_texts(
     ----------
     texts
         One document text each (an NDJSON line, or an element of a JSON array
-        re-serialized).
+        re-serialized), as a list or a polars string column.
     unterminated
         Positions whose text was cut off by the end of its source (an
         unparseable one is quarantined as ``truncated``).
@@ -419,7 +419,8 @@ def decode_texts(
         the slow path and each bad string is an ``invalid_utf8`` finding.
     """
     raw = raw or {}
-    series = pl.Series("t", texts, dtype=pl.String)
+    # a new Series object: the scatter below must not change the caller's
+    series = texts.alias("t") if isinstance(texts, pl.Series) else pl.Series("t", texts, pl.String)
     t = pl.col("t")
     flagged = (
         series.to_frame()

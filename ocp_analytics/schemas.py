@@ -13,6 +13,8 @@ Two kinds of declaration live here and nowhere else:
 
 from __future__ import annotations
 
+from typing import Any
+
 import polars as pl
 import pyarrow as pa
 
@@ -337,8 +339,10 @@ _FEW_VALUES = frozenset(
 )  # fmt: skip
 
 
-def parquet_options(table: str) -> dict[str, list[str]]:
+def parquet_options(table: str) -> dict[str, Any]:
     """``pyarrow.parquet.write_table`` options for a part of ``table``.
+
+    Parts do not store the Arrow schema (see :func:`part_table`).
 
     Examples
     --------
@@ -352,7 +356,48 @@ def parquet_options(table: str) -> dict[str, list[str]]:
     few = [f.name for f in schema if f.name in _FEW_VALUES and f.type == STR]
     plain = (STR, pa.large_string())
     flat = [f.name for f in schema if f.type not in plain and not pa.types.is_nested(f.type)]
-    return {"use_dictionary": few, "write_statistics": flat + few}
+    return {"use_dictionary": few, "write_statistics": flat + few, "store_schema": False}
+
+
+def _viewed(t: pa.DataType) -> pa.DataType:
+    """``t`` with every string as a string view."""
+    if t in (STR, pa.large_string()):
+        return pa.string_view()
+    if pa.types.is_map(t):
+        key, item = t.key_field, t.item_field
+        return pa.map_(key.with_type(_viewed(key.type)), item.with_type(_viewed(item.type)))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return pa.list_(t.value_field.with_type(_viewed(t.value_type)))
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(_viewed(f.type)) for f in t])
+    return t
+
+
+# What a part is handed to the Parquet writer as: the declared schema with its
+# strings as string views, polars' own layout, so no text is copied on the way.
+_PART_SCHEMAS = {
+    name: pa.schema([f.with_type(_viewed(f.type)) for f in schema])
+    for name, schema in TABLES.items()
+}
+
+
+def part_table(frame: pl.DataFrame, table: str) -> pa.Table:
+    """A frame of ``table`` as Arrow, as its Parquet part is written.
+
+    Strings are handed over as string views (no copy; large strings cost 37
+    of 122 ms of a 15,000-document chunk's parts). Parquet stores them as it
+    stores any string, and the Arrow schema is not stored (``store_schema``
+    off), so every reader (pyarrow, polars, DuckDB, Spark) reads the declared
+    types from Parquet's own schema: strings as ``string``, instants in UTC,
+    the declared nullability.
+
+    Examples
+    --------
+    >>> t = part_table(pl.DataFrame(schema=polars_schema("findings")), "findings")
+    >>> t.schema.field("code").type, t.schema.field("code").nullable
+    (DataType(string_view), False)
+    """
+    return frame.to_arrow(compat_level=pl.CompatLevel.newest()).cast(_PART_SCHEMAS[table])
 
 
 # Tables holding one version of a run's content, keyed by ``doc_id``.

@@ -41,18 +41,20 @@ import shutil
 import sys
 import tempfile
 import zlib
+from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, NamedTuple
 
 import orjson
+import pyarrow as pa
 import zstandard
 
 from ocp_analytics.decode import parse_json
 from ocp_analytics.exceptions import SourceError, hint
 from ocp_analytics.storage import Store, is_remote, store
-from ocp_analytics.tables import ChunkMeta
+from ocp_analytics.tables import ChunkMeta, Spans
 
 DOC_SUFFIXES = (".json", ".ndjson", ".jsonl")
 COMPRESSED = (".gz", ".zst")
@@ -455,20 +457,61 @@ def _blocks(
 Line = tuple[int, bytes, bool]  # 1-based number, bytes without terminator, terminated
 
 
+class _Span(NamedTuple):
+    """Whole lines of one buffer, each ended by ``\\n``, none holding a ``\\r``."""
+
+    data: bytes
+    starts: list[int]  # where each line starts
+    ends: list[int]  # where it ends (its ``\\n``)
+    first: int  # the number of the first line
+
+
+# A span's offsets are 32-bit (Arrow's string views): longer buffers are read a line at a time.
+_SPAN_MAX = 2**31 - 1
+
+
 def _split_cr(data: bytes) -> list[bytes]:
-    """Split on CR as well, for CR-only line endings (a CRLF's CR is dropped)."""
+    """Split on CR as well, for CR-only line endings (a CRLF's CR is dropped).
+
+    A CR at the very end of ``data`` ends a line of its own (no LF follows it here).
+    """
     out: list[bytes] = []
-    for part in data.split(b"\n"):
-        if part.endswith(b"\r"):
+    parts = data.split(b"\n")
+    for i, part in enumerate(parts):
+        if i < len(parts) - 1 and part.endswith(b"\r"):
             part = part[:-1]
         out += part.split(b"\r") if b"\r" in part else [part]
     return out
+
+
+def _line_ends(data: bytes, last: int) -> tuple[list[int], list[int]]:
+    """Where each line of ``data[: last + 1]`` starts and ends (``data[last]`` is ``\\n``)."""
+    starts: list[int] = []
+    ends: list[int] = []
+    find = data.find
+    at = 0
+    while at <= last:
+        end = find(b"\n", at, last + 1)
+        starts.append(at)
+        ends.append(end)
+        at = end + 1
+    return starts, ends
 
 
 def _lines(blocks: Iterator[bytes]) -> Iterator[Line]:
     """Lines of a byte stream, numbered from 1; ``\\n``, ``\\r\\n`` or ``\\r`` end one.
 
     A UTF-8 byte order mark at the start is dropped.
+    """
+    for item in _line_spans(blocks, spans=False):
+        assert not isinstance(item, _Span)
+        yield item
+
+
+def _line_spans(blocks: Iterator[bytes], spans: bool = True) -> Iterator[Line | _Span]:
+    """:func:`_lines`, but the whole lines of a block with no ``\\r`` come as one span.
+
+    A :class:`_Span` tells where its lines lie in the block (not copied).
     """
     rest = b""
     n = 0
@@ -486,6 +529,12 @@ def _lines(blocks: Iterator[bytes]) -> Iterator[Line]:
             keep = data.endswith(b"\r")
             parts = _split_cr(data[:-1] if keep else data)
             rest = parts.pop() + (b"\r" if keep else b"")
+        elif spans and 0 <= (last := data.rfind(b"\n")) < _SPAN_MAX:
+            starts, ends = _line_ends(data, last)
+            yield _Span(data, starts, ends, n + 1)
+            n += len(ends)
+            rest = data[last + 1 :]
+            continue
         else:
             parts = data.split(b"\n")
             rest = parts.pop()
@@ -506,43 +555,139 @@ def _lines(blocks: Iterator[bytes]) -> Iterator[Line]:
         yield n + 1, parts[-1], False
 
 
+def _is_utf8(data: bytes, end: int) -> bool:
+    """Whether ``data[:end]`` is valid UTF-8 (checked by Arrow, without a copy)."""
+    offsets = pa.py_buffer(array("q", [0, end]))
+    text = pa.Array.from_buffers(pa.large_string(), 1, [None, offsets, pa.py_buffer(data)])
+    try:
+        text.validate(full=True)
+    except pa.ArrowInvalid:
+        return False
+    return True
+
+
 # --- chunks ------------------------------------------------------------------------
+
+_BLANK = b" \t"  # stripped from both ends of an NDJSON line
+_OWN_MAX = 1 << 30  # texts added one by one are copied into buffers of at most this
 
 
 @dataclass
 class _Chunker:
-    """Accumulate document texts into chunks of ``size``."""
+    """Accumulate document texts into chunks of ``size``.
+
+    Texts are kept where they lie (:class:`~ocp_analytics.tables.Spans`): the
+    lines of a :class:`_Span` in its buffer, texts added one by one copied
+    into a buffer of the chunk's own.
+    """
 
     source: Source
     size: int
-    texts: list[str] = field(default_factory=list)
     lines: list[int | None] = field(default_factory=list)
     indexes: list[int | None] = field(default_factory=list)
     raw: dict[int, str] = field(default_factory=dict)
     unterminated: set[int] = field(default_factory=set)
+    buffers: list[bytes] = field(default_factory=list)
+    which: array[int] = field(default_factory=lambda: array("i"))
+    starts: array[int] = field(default_factory=lambda: array("i"))
+    lengths: array[int] = field(default_factory=lambda: array("i"))
+    own: bytearray = field(default_factory=bytearray)
+    own_at: int = -1  # the index of ``own`` in ``buffers`` (-1: none yet)
+
+    def __len__(self) -> int:
+        return len(self.lengths)
 
     def add(self, data: bytes, line: int | None, index: int | None, cut: bool = False) -> None:
         """Add one document's bytes; bytes that are not UTF-8 are kept in ``raw``."""
         try:
-            text = data.decode("utf-8")
+            data.decode("utf-8")
         except UnicodeDecodeError:
-            self.raw[len(self.texts)] = data.decode("utf-8", "surrogateescape")
-            text = data.decode("utf-8", "replace")
+            self.raw[len(self)] = data.decode("utf-8", "surrogateescape")
+            data = data.decode("utf-8", "replace").encode()
+        if self.own_at < 0 or len(self.own) + len(data) > _OWN_MAX:
+            self._seal()
+            self.own_at = len(self.buffers)
+            self.buffers.append(b"")
         if cut:
-            self.unterminated.add(len(self.texts))
-        self.texts.append(text)
+            self.unterminated.add(len(self))
+        self.which.append(self.own_at)
+        self.starts.append(len(self.own))
+        self.lengths.append(len(data))
+        self.own += data
         self.lines.append(line)
         self.indexes.append(index)
 
-    def full(self) -> bool:
-        return len(self.texts) >= self.size
+    def add_span(self, span: _Span) -> Iterator[Chunk]:
+        """Add the lines of a span (stripped; blank ones skipped); yield chunks as they fill."""
+        data, starts, ends, first = span
+        if not (data.isascii() or _is_utf8(data, ends[-1])):
+            for i, (s, e) in enumerate(zip(starts, ends, strict=True)):
+                if text := data[s:e].strip(_BLANK):
+                    self.add(text, first + i, None)
+                    if self.full():
+                        yield self.take()
+            return
+        numbers: Sequence[int] = range(first, first + len(starts))
+        odd = [
+            i
+            for i, (s, e) in enumerate(zip(starts, ends, strict=True))
+            if s == e or data[s] in _BLANK or data[e - 1] in _BLANK
+        ]
+        if odd:
+            starts, ends, numbers = _stripped(data, starts, ends, first, odd)
+        lengths = [e - s for s, e in zip(starts, ends, strict=True)]
+        at, total = 0, len(starts)
+        while at < total:
+            k = min(total - at, self.size - len(self))
+            self.which.extend(array("i", [len(self.buffers)]) * k)
+            self.buffers.append(data)
+            self.starts.extend(array("i", starts[at : at + k]))
+            self.lengths.extend(array("i", lengths[at : at + k]))
+            self.lines.extend(numbers[at : at + k])
+            self.indexes.extend([None] * k)
+            at += k
+            if self.full():
+                yield self.take()
 
-    def take(self) -> tuple[ChunkMeta, frozenset[int]]:
-        meta = ChunkMeta(self.source.path, self.texts, self.lines, self.indexes, self.raw)
+    def _seal(self) -> None:
+        """Hand the texts added one by one to ``buffers`` as bytes."""
+        if self.own_at >= 0:
+            self.buffers[self.own_at] = bytes(self.own)
+            self.own = bytearray()
+            self.own_at = -1
+
+    def full(self) -> bool:
+        return len(self) >= self.size
+
+    def take(self) -> Chunk:
+        self._seal()
+        spans = Spans(self.buffers, self.which, self.starts, self.lengths)
+        meta = ChunkMeta(
+            self.source.path, spans.series(), self.lines, self.indexes, self.raw, spans
+        )
         cut = frozenset(self.unterminated)
-        self.texts, self.lines, self.indexes, self.raw = [], [], [], {}
+        self.lines, self.indexes, self.raw, self.buffers = [], [], {}, []
+        self.which, self.starts, self.lengths = array("i"), array("i"), array("i")
         self.unterminated = set()
         return meta, cut
+
+
+def _stripped(
+    data: bytes, starts: list[int], ends: list[int], first: int, odd: list[int]
+) -> tuple[list[int], list[int], list[int]]:
+    """Lines ``odd`` stripped of blanks, the blank ones left out: starts, ends, numbers."""
+    starts, ends = list(starts), list(ends)
+    blank = set()
+    for i in odd:
+        line = data[starts[i] : ends[i]]
+        text = line.strip(_BLANK)
+        if not text:
+            blank.add(i)
+            continue
+        starts[i] += len(line) - len(line.lstrip(_BLANK))
+        ends[i] = starts[i] + len(text)
+    keep = [i for i in range(len(starts)) if i not in blank]
+    return [starts[i] for i in keep], [ends[i] for i in keep], [first + i for i in keep]
 
 
 Chunk = tuple[ChunkMeta, frozenset[int]]
@@ -566,7 +711,7 @@ def read_chunks(
         return
     readers = {"json": _read_json, "ndjson": _read_ndjson, "stream": _read_stream}
     yield from readers[source.kind](source, chunker, problems, digest)
-    if chunker.texts:
+    if len(chunker):
         yield chunker.take()
 
 
@@ -593,9 +738,14 @@ def _read_ndjson(
     source: Source, ch: _Chunker, problems: list[ReadProblem], digest: Digest | None = None
 ) -> Iterator[Chunk]:
     last = 0
-    for n, data, terminated in _lines(_blocks(source, problems, digest)):
+    for item in _line_spans(_blocks(source, problems, digest)):
+        if isinstance(item, _Span):
+            last = item.first + len(item.ends) - 1
+            yield from ch.add_span(item)
+            continue
+        n, data, terminated = item
         last = n
-        data = data.strip(b" \t")
+        data = data.strip(_BLANK)
         if not data:
             continue
         if not terminated and _stream_cut(problems) is not None and not _parses(data):

@@ -699,15 +699,15 @@ class _PartWriter:
         return 0 if runs is None else runs.height
 
     def flush(self) -> None:
+        from ocp_analytics import schemas as S
         from ocp_analytics.dataset import write_parquet_atomic
-        from ocp_analytics.tables import to_arrow
 
         for table, frames in self.pending.items():
             frame = pl.concat(frames)
             folder = self.staging.child(table)
             folder.mkdir()
             name = f"{self.prefix}-{self.parts:05d}.parquet"
-            write_parquet_atomic(to_arrow(frame, table), folder.child(name), part_of=table)
+            write_parquet_atomic(S.part_table(frame, table), folder.child(name), part_of=table)
             self.files.append(_file_entry(table, name, frame))
         self.pending = {}
         self.parts += 1
@@ -940,7 +940,6 @@ def _drop_skipped(
     """Rewrite the run-table parts that hold unchanged or outranked documents without them."""
     from ocp_analytics import schemas as S
     from ocp_analytics.dataset import write_parquet_atomic
-    from ocp_analytics.tables import to_arrow
 
     if skip.len() == 0:
         return files
@@ -959,7 +958,7 @@ def _drop_skipped(
             continue
         path.delete()
         if frame.height:
-            write_parquet_atomic(to_arrow(frame, f["table"]), path, part_of=f["table"])
+            write_parquet_atomic(S.part_table(frame, f["table"]), path, part_of=f["table"])
             kept.append(_file_entry(f["table"], f["name"], frame))
     return kept
 

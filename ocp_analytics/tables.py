@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import re
+import struct
 import threading
+from array import array
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 import polars as pl
@@ -30,23 +32,92 @@ _NUMBER_PATTERN = r"^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$"
 RAW_HEAD = 1024
 
 
+class Spans(NamedTuple):
+    """Where the texts of a chunk lie in the bytes they were read from.
+
+    Text ``i`` is ``buffers[which[i]][starts[i]:starts[i] + lengths[i]]``:
+    valid UTF-8, never copied (:meth:`series` views it in place). Every
+    buffer is shorter than 2 GiB (Arrow's string views hold 32-bit offsets).
+    """
+
+    buffers: list[bytes]
+    which: array[int]
+    starts: array[int]
+    lengths: array[int]
+
+    def data(self, pos: int) -> memoryview:
+        """The bytes of text ``pos``, in place."""
+        start = self.starts[pos]
+        return memoryview(self.buffers[self.which[pos]])[start : start + self.lengths[pos]]
+
+    def series(self) -> pl.Series:
+        """The texts as a polars string column viewing the buffers (no copy).
+
+        An Arrow string view is 16 bytes: the length, then the text itself
+        when it is at most 12 bytes, else its first 4 bytes, its buffer and
+        its offset.
+        """
+        n = len(self.starts)
+        views = array("i", bytes(16 * n))
+        views[0::4] = self.lengths
+        views[2::4] = self.which
+        views[3::4] = self.starts
+        prefix = _PREFIX.unpack_from
+        bufs = self.buffers
+        views[1::4] = array(
+            "i",
+            [
+                prefix(bufs[b], s)[0] if length > 12 else 0
+                for b, s, length in zip(self.which, self.starts, self.lengths, strict=True)
+            ],
+        )
+        for i, length in enumerate(self.lengths):
+            if length <= 12:  # inline: the text itself, padded with zeros
+                start = self.starts[i]
+                text = bufs[self.which[i]][start : start + length].ljust(12, b"\0")
+                views[4 * i + 1 : 4 * i + 4] = array("i", text)
+        arrays = [pa.py_buffer(b) for b in bufs]
+        column = pa.Array.from_buffers(pa.string_view(), n, [None, pa.py_buffer(views), *arrays])
+        series = pl.from_arrow(column)
+        assert isinstance(series, pl.Series)
+        return series.alias("t")
+
+
+_PREFIX = struct.Struct("<i")
+
+
 @dataclass
 class ChunkMeta:
-    """Where the texts of one chunk came from."""
+    """Where the texts of one chunk came from.
+
+    ``texts``: one per document, as read (a polars column viewing the
+    reader's buffers, see ``spans``, or a list).
+    """
 
     source_path: str
-    texts: list[str]
+    texts: pl.Series | list[str]
     lines: list[int | None]
     indexes: list[int | None]
     # Texts that are not valid UTF-8, by position, read with their bad bytes
     # kept as surrogate escapes (``texts`` holds a display copy).
     raw: dict[int, str] = field(default_factory=dict)
+    spans: Spans | None = None
 
     def data(self, pos: int) -> bytes:
         """The bytes of the text at ``pos`` as read (what ``doc_sha256`` hashes)."""
+        return bytes(self._bytes(pos))
+
+    def _bytes(self, pos: int) -> bytes | memoryview:
         if pos in self.raw:
             return self.raw[pos].encode("utf-8", "surrogateescape")
-        return self.texts[pos].encode()
+        if self.spans is not None:
+            return self.spans.data(pos)
+        return str(self.texts[pos]).encode()
+
+    def sha256(self, positions: list[int]) -> list[str]:
+        """``doc_sha256`` of the texts at ``positions``: SHA-256 of their bytes as read, hex."""
+        sha = hashlib.sha256
+        return [sha(self._bytes(p)).hexdigest() for p in positions]
 
 
 @dataclass
@@ -833,11 +904,7 @@ def build_tables(dec: Decoded, meta: ChunkMeta, doc_id_base: int, batch_id: str)
     docs = docs.with_columns(
         pl.Series("source_line", [meta.lines[p] for p in pos], dtype=pl.Int64),
         pl.Series("source_index", [meta.indexes[p] for p in pos], dtype=pl.Int64),
-        pl.Series(
-            "doc_sha256",
-            [hashlib.sha256(meta.data(p)).hexdigest() for p in pos],
-            dtype=pl.String,
-        ),
+        pl.Series("doc_sha256", meta.sha256(pos), dtype=pl.String),
     )
     side = _side_members(docs, dec.side).lazy()
     lazy_docs = docs.lazy()
@@ -909,8 +976,3 @@ def quarantine_frame(
         schema=S.polars_schema("quarantine"),
     )
     return frame
-
-
-def to_arrow(frame: pl.DataFrame, table: str) -> pa.Table:
-    """A table frame as Arrow, cast to its declared schema."""
-    return frame.to_arrow().cast(S.TABLES[table])
