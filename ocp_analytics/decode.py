@@ -40,7 +40,11 @@ import polars as pl
 
 from ocp_analytics.schemas import DOCUMENT_DTYPE, RUN_DTYPE
 
-SUBCHUNK = 500
+# Lines decoded by one json_decode call. Smaller pieces stay in the core's
+# cache: on one thread a 15,000-document chunk decoded in pieces of 250 takes
+# 172-181 ms of CPU, of 500 191-215, of 1,000 250, of 15,000 420 (of 100 183-188,
+# of 50 217: the calls' own cost takes over). See benchmarks/RESULTS.md.
+SUBCHUNK = 250
 
 # ``run.labels`` and ``run.acceptance_rule`` are free-form: they are read from
 # their own JSON text (``tables.py``). The decode only marks whether each is
