@@ -50,6 +50,15 @@ class Spans(NamedTuple):
         start = self.starts[pos]
         return memoryview(self.buffers[self.which[pos]])[start : start + self.lengths[pos]]
 
+    def sha256(self, positions: list[int]) -> list[str]:
+        """SHA-256 of the texts at ``positions``, hex (one view of each buffer, no copy)."""
+        sha = hashlib.sha256
+        views = [memoryview(b) for b in self.buffers]
+        which, starts, lengths = self.which, self.starts, self.lengths
+        return [
+            sha(views[which[p]][starts[p] : starts[p] + lengths[p]]).hexdigest() for p in positions
+        ]
+
     def series(self) -> pl.Series:
         """The texts as a polars string column viewing the buffers (no copy).
 
@@ -116,6 +125,8 @@ class ChunkMeta:
 
     def sha256(self, positions: list[int]) -> list[str]:
         """``doc_sha256`` of the texts at ``positions``: SHA-256 of their bytes as read, hex."""
+        if self.spans is not None and not self.raw:
+            return self.spans.sha256(positions)
         sha = hashlib.sha256
         return [sha(self._bytes(p)).hexdigest() for p in positions]
 
