@@ -92,7 +92,9 @@ class Spans(NamedTuple):
         return series.alias("t")
 
 
-_PREFIX = struct.Struct("<i")
+# A view's prefix is the text's first 4 bytes as they lie in memory: read and
+# written back in the machine's own byte order (``array("i")`` is native too).
+_PREFIX = struct.Struct("=i")
 
 
 @dataclass
