@@ -52,8 +52,9 @@ from ocp_analytics.tables import ChunkMeta, ChunkTables, build_tables, quarantin
 # Documents decoded and flattened at a time. Building a chunk's tables costs
 # about 30 ms of CPU whatever its size (polars plans and runs some 60 steps),
 # so larger chunks cost less a document but hold more in memory: at 2M
-# documents 20k chunks took 0.93x the time of 10k at 0.97-1.00 against 0.77 GiB
-# of peak RSS; 15k chunks 0.88 GiB (see benchmarks/RESULTS.md).
+# documents 20k chunks took 0.93x the time of 10k; 15k chunks now peak at
+# 0.68 GiB, and 20k took 0.996x their time with 115 MB more (see
+# benchmarks/RESULTS.md).
 CHUNK_DOCS = 15_000
 COMMIT_DOCS = 1_000_000
 # A Parquet part is written once this many runs are held: a full chunk's runs
