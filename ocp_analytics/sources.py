@@ -458,7 +458,7 @@ Line = tuple[int, bytes, bool]  # 1-based number, bytes without terminator, term
 
 
 class _Span(NamedTuple):
-    """Whole lines of one buffer, each ended by ``\\n``, none holding a ``\\r``."""
+    """Whole lines of one buffer, each ended by ``\\n``: no ``\\r``, valid UTF-8."""
 
     data: bytes
     starts: list[int]  # where each line starts
@@ -509,9 +509,11 @@ def _lines(blocks: Iterator[bytes]) -> Iterator[Line]:
 
 
 def _line_spans(blocks: Iterator[bytes], spans: bool = True) -> Iterator[Line | _Span]:
-    """:func:`_lines`, but the whole lines of a block with no ``\\r`` come as one span.
+    """:func:`_lines`, but the whole lines of a block come as one span where they can.
 
-    A :class:`_Span` tells where its lines lie in the block (not copied).
+    A :class:`_Span` tells where its lines lie in the block (not copied). A
+    block holding a ``\\r``, or bytes that are not UTF-8 (checked by Arrow:
+    a view of them would be undefined), is read line by line.
     """
     rest = b""
     n = 0
@@ -529,7 +531,11 @@ def _line_spans(blocks: Iterator[bytes], spans: bool = True) -> Iterator[Line | 
             keep = data.endswith(b"\r")
             parts = _split_cr(data[:-1] if keep else data)
             rest = parts.pop() + (b"\r" if keep else b"")
-        elif spans and 0 <= (last := data.rfind(b"\n")) < _SPAN_MAX:
+        elif (
+            spans
+            and 0 <= (last := data.rfind(b"\n")) < _SPAN_MAX
+            and (data.isascii() or _is_utf8(data, last))
+        ):
             starts, ends = _line_ends(data, last)
             yield _Span(data, starts, ends, n + 1)
             n += len(ends)
@@ -620,13 +626,6 @@ class _Chunker:
     def add_span(self, span: _Span) -> Iterator[Chunk]:
         """Add the lines of a span (stripped; blank ones skipped); yield chunks as they fill."""
         data, starts, ends, first = span
-        if not (data.isascii() or _is_utf8(data, ends[-1])):
-            for i, (s, e) in enumerate(zip(starts, ends, strict=True)):
-                if text := data[s:e].strip(_BLANK):
-                    self.add(text, first + i, None)
-                    if self.full():
-                        yield self.take()
-            return
         numbers: Sequence[int] = range(first, first + len(starts))
         odd = [
             i
