@@ -33,7 +33,7 @@ from ocp_analytics.rates import (
     group_exprs,
 )
 from ocp_analytics.rules import RECORDED, Rule, resolve_rules
-from ocp_analytics.schemas import ACCEPTANCE
+from ocp_analytics.schemas import ACCEPTANCE, as_views
 from ocp_analytics.timeaxis import check_period, period_start, resolve_as_of, resolve_window
 
 When = datetime | str | None
@@ -108,7 +108,7 @@ def _as_written(schema: pa.Schema) -> pa.Schema:
             return pa.large_list(f.type.value_field.with_type(_WORD))
         if f.name in CODED:
             return _CODES
-        return pa.string_view() if f.type == pa.large_string() else f.type
+        return as_views(f.type)
 
     return pa.schema([pa.field(f.name, written(f), f.nullable) for f in schema])
 
