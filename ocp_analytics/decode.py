@@ -20,7 +20,9 @@ UTF-8 in any string, in a field the package reads or not (``lone_surrogate``
 / ``invalid_utf8`` findings, the string read as null, a member whose *name*
 is bad dropped), and a number too large for a 64-bit float
 (``out_of_range``, read as null). polars would read the surrogate as
-``"\\x00"`` without a word, so such lines are routed here by the prefilter.
+``"\\x00"`` without a word, so such lines are routed here by the prefilter,
+as are lines where an escape spells a letter, digit or sign (``ESCAPE``): the
+prefilter's regexes read the text, not the characters it stands for.
 A ``null`` element of ``signals`` / ``attempts`` / ``artifacts`` is a
 ``wrong_type`` finding: reported here on the slow path, by ``tables.py`` on
 the fast path (the frame's ``slow`` column tells which).
@@ -85,9 +87,49 @@ PREFILTER = (
     rf'|"(?:{_NUMERIC_KEYS})"\s*:\s*(?:true|false)'
     rf'|"(?:{_STRING_KEYS})"\s*:\s*[-0-9tf]'
 )
-# A surrogate escape (polars reads a lone one as "\x00"). A separate pattern:
-# one alternation of both runs twice as slow as the two apart.
-SURROGATE_ESCAPE = r"\\u[dD][89a-fA-F]"
+# An escape the prefilter cannot see through (a separate pattern: one
+# alternation with PREFILTER runs twice as slow as the two apart; this one is
+# found by its "\u", which is rare):
+# - a surrogate (polars reads a lone one as "\x00");
+# - a letter, digit, "_", "+", "-" or "." (and the few signs among them): such
+#   an escape can spell a member name or a number the prefilter's regexes look
+#   for, as in '"\u006e": true' (member n) or '"value": "\u0031"' (the text
+#   "1"). Escapes of other characters ("<", "&", controls, any non-ASCII
+#   character) spell none of them and stay on the fast path.
+ESCAPE = r"\\u(?:[dD][89a-fA-F]|00(?:2[bdeBDE]|3[0-9]|[4-7][0-9a-fA-F]))"
+
+
+# A bare number where a text named "value" is declared (role.value,
+# phase.value, an artifact's kind.value) is read by polars as its text; the
+# prefilter cannot tell it from a signal's value, which may be a number. A
+# text of that field that reads as a JSON number on the fast path came from a
+# bare number (a quoted one is routed by PREFILTER, an escaped one by ESCAPE),
+# so its document takes the slow path.
+_JSON_NUMBER = r"^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$"
+
+
+def _text_values(dtype: Any, expr: pl.Expr) -> list[pl.Expr]:
+    """For every text field named ``value`` but a signal's: true where it reads as a number.
+
+    One expression per field, true per document (``expr`` is the document).
+    """
+    found: list[pl.Expr] = []
+    if isinstance(dtype, pl.List):
+        inner = _text_values(dtype.inner, pl.element())
+        return [expr.list.eval(e).list.any() for e in inner]
+    if isinstance(dtype, pl.Struct):
+        is_signal = "_ocpa_vtype" in {f.name for f in dtype.fields}
+        for f in dtype.fields:
+            sub = expr.struct.field(f.name)
+            if f.name == "value" and f.dtype == pl.String:
+                if not is_signal:
+                    found.append(sub.str.contains(_JSON_NUMBER))
+            else:
+                found += _text_values(f.dtype, sub)
+    return found
+
+
+_BARE_NUMBER = pl.any_horizontal(_text_values(DECODE_DTYPE, pl.col("doc"))).fill_null(False)
 
 
 @dataclass
@@ -401,6 +443,25 @@ def _decode_or_bisect(texts: pl.Series, positions: list[int], failed: list[int])
     )
 
 
+def _part_frame(parts: list[_Part]) -> pl.DataFrame:
+    """Decoded parts as one frame (``pos``, ``doc``)."""
+    frames = [
+        pl.DataFrame({"pos": pl.Series(pos, dtype=pl.UInt32), "doc": docs}) for pos, docs in parts
+    ]
+    if not frames:
+        return pl.DataFrame(schema={"pos": pl.UInt32, "doc": DECODE_DTYPE})
+    return pl.concat(frames, rechunk=False)
+
+
+def _route_bare_numbers(fast: pl.DataFrame, slow: list[int]) -> pl.DataFrame:
+    """``fast`` without the documents whose non-signal ``value`` is a bare number: to ``slow``."""
+    found = fast.select(_BARE_NUMBER).to_series()
+    if not found.any():
+        return fast
+    slow += fast.get_column("pos").filter(found).to_list()
+    return fast.filter(~found)
+
+
 def decode_texts(
     texts: pl.Series | list[str],
     unterminated: frozenset[int] = frozenset(),
@@ -428,7 +489,7 @@ def decode_texts(
     t = pl.col("t")
     flagged = (
         series.to_frame()
-        .select(t.str.contains(PREFILTER) | t.str.contains(SURROGATE_ESCAPE))
+        .select(t.str.contains(PREFILTER) | t.str.contains(ESCAPE))
         .to_series()
         .fill_null(False)
     )
@@ -443,6 +504,10 @@ def decode_texts(
         contiguous = pos[-1] - pos[0] == len(pos) - 1
         sub = series.slice(pos[0], len(pos)) if contiguous else series.gather(pos)
         parts += _decode_or_bisect(sub, pos, slow)
+    # one chunk: the check below, and the tables built from it, run faster
+    # on one than on a chunk per part (rechunking costs less than it saves)
+    fast_frame = _route_bare_numbers(_part_frame(parts).rechunk(), slow)
+    parts = []
     result = Decoded(frame=pl.DataFrame())
     clean_pos: list[int] = []
     clean_texts: list[str] = []
@@ -464,12 +529,7 @@ def decode_texts(
         for i in failed:  # not expected: a clean text is built to decode
             result.rejected.append(Rejected(i, "not_json", "the document cannot be decoded"))
         series.scatter(clean_pos, clean_texts)
-    frames = [
-        pl.DataFrame({"pos": pl.Series(pos, dtype=pl.UInt32), "doc": docs}) for pos, docs in parts
-    ]
-    if not frames:
-        frames = [pl.DataFrame(schema={"pos": pl.UInt32, "doc": DECODE_DTYPE})]
-    frame = pl.concat(frames, rechunk=False)
+    frame = pl.concat([fast_frame, _part_frame(parts)], rechunk=False) if parts else fast_frame
     if clean_pos:  # the fast parts are in order; a nested sort only when slow ones join
         frame = frame.sort("pos")
     if frame.height == len(texts):  # every position, in order

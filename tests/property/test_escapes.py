@@ -1,0 +1,122 @@
+"""A ``\\uXXXX`` escape means the character it names: escaping changes nothing that is read.
+
+The fast path routes documents by regexes over their text (a boolean where
+a number is declared, a number where a text is, a quoted number as a
+signal's value). An escaped character hides from a regex what the JSON
+reader sees: ``"\\u006e": true`` is member ``n`` set to a boolean, which
+polars would read as 1 without a word. So every document, serialized plainly
+and with characters of its strings (member names and values) escaped at
+random, must give the same tables, row for row, findings included.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import hypothesis.strategies as st
+import polars as pl
+from hypothesis import HealthCheck, given, settings
+
+import ocp_analytics as oa
+from benchmarks.generate import generate_documents
+
+POOL = list(generate_documents(12, seed=17))
+# Values a field may be retyped to: each JSON type, and texts that look like numbers.
+ODD = [True, False, 1, 0, -2.5, "1", "-0.5e3", "true", "x", None]
+
+
+def _leaves(doc: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    if isinstance(doc, dict):
+        return [p for k, v in doc.items() for p in _leaves(v, (*path, k))]
+    if isinstance(doc, list):
+        return [p for i, v in enumerate(doc) for p in _leaves(v, (*path, i))]
+    return [path]
+
+
+def _set(doc: Any, path: tuple[Any, ...], value: Any) -> None:
+    for key in path[:-1]:
+        doc = doc[key]
+    doc[path[-1]] = value
+
+
+def escaped(text: str, chosen: list[bool]) -> str:
+    """``text`` with the characters of its strings escaped where ``chosen`` says (cycled).
+
+    Only characters of the Basic Multilingual Plane that stand for themselves
+    are escaped (an existing escape is copied as it is).
+    """
+    out: list[str] = []
+    in_string = False
+    i = k = 0
+    while i < len(text):
+        c = text[i]
+        if not in_string:
+            in_string = c == '"'
+            out.append(c)
+        elif c == "\\":
+            out.append(text[i : i + 2])
+            i += 1
+        elif c == '"':
+            in_string = False
+            out.append(c)
+        elif ord(c) < 0x10000 and chosen[k % len(chosen)]:
+            out.append(f"\\u{ord(c):04x}" if k % 3 else f"\\u{ord(c):04X}")
+        else:
+            out.append(c)
+        k += in_string
+        i += 1
+    return "".join(out)
+
+
+def _tables(text: str) -> dict[str, pl.DataFrame]:
+    got = oa.read_documents([text])
+    return {
+        name: frame.collect().drop("doc_sha256", strict=False)
+        for name, frame in got.items()
+        if name != "quarantine"
+    }
+
+
+@st.composite
+def documents(draw: st.DrawFn) -> tuple[str, list[bool]]:
+    doc = copy.deepcopy(draw(st.sampled_from(POOL)))
+    leaves = _leaves(doc)
+    for _ in range(draw(st.integers(0, 4))):
+        _set(doc, draw(st.sampled_from(leaves)), draw(st.sampled_from(ODD)))
+    chosen = draw(st.lists(st.booleans(), min_size=1, max_size=40))
+    return json.dumps(doc, ensure_ascii=False), chosen
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(documents())
+def test_escaped_characters_are_read_as_the_characters_they_name(
+    case: tuple[str, list[bool]],
+) -> None:
+    plain, chosen = case
+    text = escaped(plain, chosen)
+    assert json.loads(text) == json.loads(plain)
+    want, got = _tables(plain), _tables(text)
+    for name in want:
+        assert got[name].equals(want[name]), (name, text)
+
+
+def test_an_escaped_member_name_hides_nothing() -> None:
+    """The three ways a regex over the text was fooled (found by the test above)."""
+    doc = copy.deepcopy(POOL[0])
+    doc["attempts"][0]["n"] = True  # a boolean where a number is declared
+    doc["run"]["title"] = 7  # a number where a text is declared
+    doc["run"]["signals"][0]["value"] = "1"  # a quoted number: a text
+    plain = json.dumps(doc)
+    text = (
+        plain.replace('"n": true', '"\\u006e": true')
+        .replace('"title": 7', '"\\u0074itle": 7')
+        .replace('"value": "1"', '"value": "\\u0031"')
+    )
+    assert text.count("\\u") == 3
+    for name, frame in _tables(plain).items():
+        assert _tables(text)[name].equals(frame), name
+    findings = _tables(text)["findings"].select("code", "json_path").rows()
+    assert ("wrong_type", "$.attempts[0].n") in findings
+    assert ("wrong_type", "$.run.title") in findings
