@@ -24,7 +24,7 @@ from benchmarks.generate import generate_documents
 
 POOL = list(generate_documents(12, seed=17))
 # Values a field may be retyped to: each JSON type, and texts that look like numbers.
-ODD = [True, False, 1, 0, -2.5, "1", "-0.5e3", "true", "x", None]
+ODD = [True, False, 1, 0, -2.5, 1e300, "1", "-0.5e3", "true", "x", None, {}, [], ["x"], {"a": 1}]
 
 
 def _leaves(doc: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
