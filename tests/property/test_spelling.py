@@ -1,18 +1,21 @@
-"""A ``\\uXXXX`` escape means the character it names: escaping changes nothing that is read.
+"""How a document is spelled changes nothing that is read.
 
 The fast path routes documents by regexes over their text (a boolean where
 a number is declared, a number where a text is, a quoted number as a
-signal's value). An escaped character hides from a regex what the JSON
-reader sees: ``"\\u006e": true`` is member ``n`` set to a boolean, which
-polars would read as 1 without a word. So every document, serialized plainly
-and with characters of its strings (member names and values) escaped at
-random, must give the same tables, row for row, findings included.
+signal's value). Its regexes must see what the JSON reader sees, however the
+document is written: members in any order, any JSON whitespace around them,
+characters escaped. An escaped character once hid from them what the reader
+sees: ``"\\u006e": true`` is member ``n`` set to a boolean, which polars
+would read as 1 without a word. So every document (fields retyped at random),
+serialized plainly and spelled otherwise, must give the same tables, row for
+row, findings included.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import random
 from typing import Any
 
 import hypothesis.strategies as st
@@ -70,6 +73,34 @@ def escaped(text: str, chosen: list[bool]) -> str:
     return "".join(out)
 
 
+WHITESPACE = ["", " ", "\t", "  ", " \t "]
+
+
+def spelled(value: Any, rnd: random.Random, keep_order: bool = False) -> str:
+    """``value`` as JSON, its members shuffled and JSON whitespace put around its tokens.
+
+    The members of ``labels`` keep their order (it is kept in the table).
+    """
+    ws = lambda: rnd.choice(WHITESPACE)  # noqa: E731
+    if isinstance(value, dict):
+        items = list(value.items())
+        if not keep_order:
+            rnd.shuffle(items)
+        members = [
+            ws()
+            + json.dumps(k, ensure_ascii=False)
+            + ws()
+            + ":"
+            + ws()
+            + spelled(v, rnd, k == "labels")
+            for k, v in items
+        ]
+        return "{" + ",".join(members) + ws() + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(ws() + spelled(v, rnd) + ws() for v in value) + "]"
+    return json.dumps(value, ensure_ascii=False)
+
+
 def _tables(text: str) -> dict[str, pl.DataFrame]:
     got = oa.read_documents([text])
     return {
@@ -80,13 +111,18 @@ def _tables(text: str) -> dict[str, pl.DataFrame]:
 
 
 @st.composite
-def documents(draw: st.DrawFn) -> tuple[str, list[bool]]:
+def retyped(draw: st.DrawFn) -> Any:
     doc = copy.deepcopy(draw(st.sampled_from(POOL)))
     leaves = _leaves(doc)
     for _ in range(draw(st.integers(0, 4))):
         _set(doc, draw(st.sampled_from(leaves)), draw(st.sampled_from(ODD)))
+    return doc
+
+
+@st.composite
+def documents(draw: st.DrawFn) -> tuple[str, list[bool]]:
     chosen = draw(st.lists(st.booleans(), min_size=1, max_size=40))
-    return json.dumps(doc, ensure_ascii=False), chosen
+    return json.dumps(draw(retyped()), ensure_ascii=False), chosen
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -97,6 +133,16 @@ def test_escaped_characters_are_read_as_the_characters_they_name(
     plain, chosen = case
     text = escaped(plain, chosen)
     assert json.loads(text) == json.loads(plain)
+    want, got = _tables(plain), _tables(text)
+    for name in want:
+        assert got[name].equals(want[name]), (name, text)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(retyped(), st.randoms(use_true_random=False))
+def test_member_order_and_whitespace_change_nothing(doc: Any, rnd: random.Random) -> None:
+    plain, text = json.dumps(doc, ensure_ascii=False), spelled(doc, rnd)
+    assert json.loads(text) == doc
     want, got = _tables(plain), _tables(text)
     for name in want:
         assert got[name].equals(want[name]), (name, text)
