@@ -21,7 +21,7 @@ UTF-8 in any string, in a field the package reads or not (``lone_surrogate``
 is bad dropped), and a number too large for a 64-bit float
 (``out_of_range``, read as null). polars would read the surrogate as
 ``"\\x00"`` without a word, so such lines are routed here by the prefilter,
-as are lines where an escape spells a letter, digit or sign (``ESCAPE``): the
+as are lines where an escape spells a letter, digit or sign (``RARE``): the
 prefilter's regexes read the text, not the characters it stands for.
 A ``null`` element of ``signals`` / ``attempts`` / ``artifacts`` is a
 ``wrong_type`` finding: reported here on the slow path, by ``tables.py`` on
@@ -87,23 +87,25 @@ PREFILTER = (
     rf'|"(?:{_NUMERIC_KEYS})"\s*:\s*(?:true|false)'
     rf'|"(?:{_STRING_KEYS})"\s*:\s*[-0-9tf]'
 )
-# An escape the prefilter cannot see through (a separate pattern: one
-# alternation with PREFILTER runs twice as slow as the two apart; this one is
-# found by its "\u", which is rare):
-# - a surrogate (polars reads a lone one as "\x00");
-# - a letter, digit, "_", "+", "-" or "." (and the few signs among them): such
-#   an escape can spell a member name or a number the prefilter's regexes look
-#   for, as in '"\u006e": true' (member n) or '"value": "\u0031"' (the text
-#   "1"). Escapes of other characters ("<", "&", controls, any non-ASCII
-#   character) spell none of them and stay on the fast path.
-ESCAPE = r"\\u(?:[dD][89a-fA-F]|00(?:2[bdeBDE]|3[0-9]|[4-7][0-9a-fA-F]))"
+# Shapes found by a rare literal (a separate pattern: one alternation with
+# PREFILTER runs twice as slow as the two apart; this one is found by its
+# "\u" or its member name, both rare):
+# - a surrogate escape (polars reads a lone one as "\x00");
+# - an escape of a letter, digit, "_", "+", "-" or "." (and the few signs
+#   among them): it can spell a member name or a number the prefilter's
+#   regexes look for, as in '"\u006e": true' (member n) or '"value": "\u0031"'
+#   (the text "1"). Escapes of other characters ("<", "&", controls, any
+#   non-ASCII character) spell none of them and stay on the fast path;
+# - a member named "_ocpa_vtype", the signal field only the sanitizer
+#   writes: the fast path would trust a document's own; the sanitizer drops it.
+RARE = r'\\u(?:[dD][89a-fA-F]|00(?:2[bdeBDE]|3[0-9]|[4-7][0-9a-fA-F]))|"_ocpa_vtype"'
 
 
 # A bare number where a text named "value" is declared (role.value,
 # phase.value, an artifact's kind.value) is read by polars as its text; the
 # prefilter cannot tell it from a signal's value, which may be a number. A
 # text of that field that reads as a JSON number on the fast path came from a
-# bare number (a quoted one is routed by PREFILTER, an escaped one by ESCAPE),
+# bare number (a quoted one is routed by PREFILTER, an escaped one by RARE),
 # so its document takes the slow path.
 _JSON_NUMBER = r"^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$"
 
@@ -314,7 +316,7 @@ class _Cleaner:
         out: dict[str, Any] = {}
         is_signal = "_ocpa_vtype" in {f.name for f in dtype.fields}
         for fld in dtype.fields:
-            if fld.name in value:
+            if fld.name in value and fld.name != "_ocpa_vtype":  # the sanitizer's own
                 out[fld.name] = self.clean(
                     value[fld.name],
                     fld.dtype,
@@ -489,7 +491,7 @@ def decode_texts(
     t = pl.col("t")
     flagged = (
         series.to_frame()
-        .select(t.str.contains(PREFILTER) | t.str.contains(ESCAPE))
+        .select(t.str.contains(PREFILTER) | t.str.contains(RARE))
         .to_series()
         .fill_null(False)
     )
