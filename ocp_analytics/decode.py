@@ -3,9 +3,13 @@
 The fast path decodes many lines at once with polars (``str.json_decode`` into
 :data:`~ocp_analytics.schemas.DOCUMENT_DTYPE`). polars is strict about most
 type errors (the whole call fails) but lenient in a few places where a defect
-would pass unseen. Lines that may hold such a defect are routed, by a cheap
-vectorized regex, to the slow path; lines in a sub-chunk that fails to decode
-are found by bisection and routed there too.
+would pass unseen. Lines that may hold such a defect are routed, by cheap
+vectorized regexes, to the slow path; lines in a sub-chunk that fails to
+decode are found by bisection and routed there too, and so are documents
+whose decoded values show a defect the regexes cannot see (a bare number in
+a text ``value`` member, :data:`_BARE_NUMBER`).
+``tests/property/test_spelling.py`` holds both paths to the same tables
+however a document is spelled.
 
 The slow path (:func:`sanitize`) reads one document with orjson, decides
 whether it is a document at all (else: quarantine), nulls every field whose
