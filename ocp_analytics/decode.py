@@ -86,8 +86,11 @@ _NUMERIC_KEYS = "|".join(sorted(_keys_of(DOCUMENT_DTYPE, pl.Float64, set())))
 # A number or boolean where a string is declared: polars would read it as
 # its JSON text; the sanitizer reads it as a wrong type instead.
 _STRING_KEYS = "|".join(sorted(_keys_of(DOCUMENT_DTYPE, pl.String, set())))
+# A JSON number, as its text (RFC 8259): unanchored here, whole in JSON_NUMBER.
+_NUMBER = r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?"
+JSON_NUMBER = f"^{_NUMBER}$"
 PREFILTER = (
-    r'"value"\s*:\s*(?:true|false|"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")'
+    rf'"value"\s*:\s*(?:true|false|"{_NUMBER}")'
     rf'|"(?:{_NUMERIC_KEYS})"\s*:\s*(?:true|false)'
     rf'|"(?:{_STRING_KEYS})"\s*:\s*[-0-9tf]'
 )
@@ -111,7 +114,11 @@ RARE = r'\\u(?:[dD][89a-fA-F]|00(?:2[bdeBDE]|3[0-9]|[4-7][0-9a-fA-F]))|"_ocpa_vt
 # text of that field that reads as a JSON number on the fast path came from a
 # bare number (a quoted one is routed by PREFILTER, an escaped one by RARE),
 # so its document takes the slow path.
-_JSON_NUMBER = r"^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$"
+
+
+def _is_signal(dtype: pl.Struct) -> bool:
+    """Whether ``dtype`` is a signal's: the one struct whose ``value`` may be any scalar."""
+    return "_ocpa_vtype" in {f.name for f in dtype.fields}
 
 
 def _text_values(dtype: Any, expr: pl.Expr) -> list[pl.Expr]:
@@ -124,12 +131,12 @@ def _text_values(dtype: Any, expr: pl.Expr) -> list[pl.Expr]:
         inner = _text_values(dtype.inner, pl.element())
         return [expr.list.eval(e).list.any() for e in inner]
     if isinstance(dtype, pl.Struct):
-        is_signal = "_ocpa_vtype" in {f.name for f in dtype.fields}
+        is_signal = _is_signal(dtype)
         for f in dtype.fields:
             sub = expr.struct.field(f.name)
             if f.name == "value" and f.dtype == pl.String:
                 if not is_signal:
-                    found.append(sub.str.contains(_JSON_NUMBER))
+                    found.append(sub.str.contains(JSON_NUMBER))
             else:
                 found += _text_values(f.dtype, sub)
     return found
@@ -318,7 +325,7 @@ class _Cleaner:
 
     def clean_struct(self, value: dict[str, Any], dtype: pl.Struct, path: str) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        is_signal = "_ocpa_vtype" in {f.name for f in dtype.fields}
+        is_signal = _is_signal(dtype)
         for fld in dtype.fields:
             if fld.name in value and fld.name != "_ocpa_vtype":  # the sanitizer's own
                 out[fld.name] = self.clean(
@@ -513,7 +520,7 @@ def decode_texts(
     # one chunk: the check below, and the tables built from it, run faster
     # on one than on a chunk per part (rechunking costs less than it saves)
     fast_frame = _route_bare_numbers(_part_frame(parts).rechunk(), slow)
-    parts = []
+    cleaned: list[_Part] = []  # the slow path's texts, decoded
     result = Decoded(frame=pl.DataFrame())
     clean_pos: list[int] = []
     clean_texts: list[str] = []
@@ -531,11 +538,11 @@ def decode_texts(
         clean_texts.append(text)
     if clean_texts:
         failed: list[int] = []
-        parts += _decode_or_bisect(pl.Series("t", clean_texts, dtype=pl.String), clean_pos, failed)
+        cleaned = _decode_or_bisect(pl.Series("t", clean_texts, dtype=pl.String), clean_pos, failed)
         for i in failed:  # not expected: a clean text is built to decode
             result.rejected.append(Rejected(i, "not_json", "the document cannot be decoded"))
         series.scatter(clean_pos, clean_texts)
-    frame = pl.concat([fast_frame, _part_frame(parts)], rechunk=False) if parts else fast_frame
+    frame = pl.concat([fast_frame, _part_frame(cleaned)], rechunk=False) if cleaned else fast_frame
     if clean_pos:  # the fast parts are in order; a nested sort only when slow ones join
         frame = frame.sort("pos")
     if frame.height == len(texts):  # every position, in order

@@ -22,13 +22,12 @@ import polars as pl
 import pyarrow as pa
 
 from ocp_analytics import schemas as S
-from ocp_analytics.decode import Decoded, json_type, member_path, parse_json
+from ocp_analytics.decode import JSON_NUMBER, Decoded, json_type, member_path, parse_json
 from ocp_analytics.features import attempt_positions, link_attempts
 from ocp_analytics.rules import rule_row
 
 # Seconds 00-59: a leap second (":60") is no instant Python or SEMANTICS §2 reads.
 TS_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:[0-5]\d(\.\d+)?(Z|[+-]\d{2}:\d{2})?$"
-_NUMBER_PATTERN = r"^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$"
 RAW_HEAD = 1024
 
 
@@ -364,7 +363,7 @@ def _signals(docs: pl.LazyFrame) -> tuple[pl.LazyFrame, list[pl.LazyFrame]]:
         pl.col("_ocpa_vtype"),
         pl.when(v.is_null())
         .then(pl.lit("null"))
-        .when(v.str.contains(_NUMBER_PATTERN))
+        .when(v.str.contains(JSON_NUMBER))
         .then(pl.lit("number"))
         .otherwise(pl.lit("string")),
     )

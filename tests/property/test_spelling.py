@@ -163,9 +163,10 @@ def test_an_escaped_member_name_hides_nothing() -> None:
         .replace('"value": "1"', '"value": "\\u0031"')
     )
     assert text.count("\\u") == 3
-    for name, frame in _tables(plain).items():
-        assert _tables(text)[name].equals(frame), name
-    findings = _tables(text)["findings"].select("code", "json_path").rows()
+    want, got = _tables(plain), _tables(text)
+    for name, frame in want.items():
+        assert got[name].equals(frame), name
+    findings = got["findings"].select("code", "json_path").rows()
     assert ("wrong_type", "$.attempts[0].n") in findings
     assert ("wrong_type", "$.run.title") in findings
     assert ("wrong_type", "$.attempts[0].role.value") in findings
@@ -178,7 +179,8 @@ def test_a_document_cannot_set_the_sanitizers_own_value_type() -> None:
     signal.update(kind="score", value="abc", _ocpa_vtype="number")
     plain = json.dumps(doc)
     del signal["_ocpa_vtype"]
-    for name, frame in _tables(json.dumps(doc)).items():
-        assert _tables(plain)[name].equals(frame), name
-    findings = _tables(plain)["findings"].select("code", "json_path").rows()
+    want, got = _tables(json.dumps(doc)), _tables(plain)
+    for name, frame in want.items():
+        assert got[name].equals(frame), name
+    findings = got["findings"].select("code", "json_path").rows()
     assert ("bad_value", "$.run.signals[0].value") in findings
