@@ -550,7 +550,7 @@ FROM decided
 
 
 def _parts(ds: Path) -> dict[str, list[str]]:
-    from ocp_analytics.dataset import read_commits, table_files
+    from ocp_analytics.store.dataset import read_commits, table_files
 
     records = read_commits(ds)
     return {

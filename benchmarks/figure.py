@@ -152,7 +152,7 @@ def reference(data: Path, work: Path, rules: Path | None) -> int:
     """The per-document reference evaluator over the first REFERENCE_DOCS documents."""
     import tomllib
 
-    from ocp_analytics.timeaxis import resolve_as_of
+    from ocp_analytics.engine.timeaxis import resolve_as_of
     from tests import reference as ref
 
     rule_list = tomllib.loads(rules.read_text())["rule"] if rules else []

@@ -14,9 +14,9 @@ from ocp_analytics.api import (
     rates,
     write_acceptance,
 )
-from ocp_analytics.dataset import Dataset, scan_dataset
-from ocp_analytics.evaluate import evaluate_slice
-from ocp_analytics.events import EventsSummary, ingest_events, unmatched_events
+from ocp_analytics.engine.evaluate import evaluate_slice
+from ocp_analytics.engine.rates import label
+from ocp_analytics.engine.timeaxis import resolve_window
 from ocp_analytics.exceptions import (
     DatasetError,
     MissingExtraError,
@@ -25,12 +25,12 @@ from ocp_analytics.exceptions import (
     SourceError,
     StrictIngestError,
 )
-from ocp_analytics.ingest import IngestSummary, ingest, read_documents
-from ocp_analytics.rates import label
-from ocp_analytics.report import report
-from ocp_analytics.rules import Rule, ScoreTarget, read_rules_file
+from ocp_analytics.ingestion.batch import IngestSummary, ingest, read_documents
+from ocp_analytics.ingestion.events import EventsSummary, ingest_events, unmatched_events
+from ocp_analytics.model.rules import Rule, ScoreTarget, read_rules_file
+from ocp_analytics.reporting.page import report
 from ocp_analytics.sql import connect, run_query
-from ocp_analytics.timeaxis import resolve_window
+from ocp_analytics.store.dataset import Dataset, scan_dataset
 
 __all__ = [
     "Dataset",

@@ -1,7 +1,7 @@
 """The public evaluation API: acceptance, rates, comparisons, over any dataset size.
 
 Each function reads its arguments (rules, ``as_of``, the time window, the
-groups), then runs the one evaluation loop (:func:`ocp_analytics.evaluate.run`)
+groups), then runs the one evaluation loop (:func:`ocp_analytics.engine.evaluate.run`)
 with the sinks it needs.
 """
 
@@ -20,21 +20,21 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 
-from ocp_analytics import _parquet_parallel
-from ocp_analytics._parquet_parallel import ParquetRowGroups, encode
-from ocp_analytics.acceptance import CODED, OUTPUT_SCHEMA, enum_words, turned_by_late_event
-from ocp_analytics.evaluate import SLICE_RUNS, run
-from ocp_analytics.exceptions import OcpAnalyticsError, hint
-from ocp_analytics.rates import (
+from ocp_analytics.engine.acceptance import CODED, OUTPUT_SCHEMA, enum_words, turned_by_late_event
+from ocp_analytics.engine.evaluate import SLICE_RUNS, run
+from ocp_analytics.engine.rates import (
     LABEL_PREFIX,
     FlipPartials,
     RatePartials,
     compare_matrix,
     group_exprs,
 )
-from ocp_analytics.rules import RECORDED, Rule, resolve_rules
+from ocp_analytics.engine.timeaxis import check_period, period_start, resolve_as_of, resolve_window
+from ocp_analytics.exceptions import OcpAnalyticsError, hint
+from ocp_analytics.model.rules import RECORDED, Rule, resolve_rules
 from ocp_analytics.schemas import ACCEPTANCE, as_views
-from ocp_analytics.timeaxis import check_period, period_start, resolve_as_of, resolve_window
+from ocp_analytics.store import parquet_parallel as _parquet_parallel
+from ocp_analytics.store.parquet_parallel import ParquetRowGroups, encode
 
 When = datetime | str | None
 
@@ -159,7 +159,7 @@ class _Writer:
     Parquet file of its own on one of :data:`ENCODERS` threads while the next
     rules are evaluated (both release the GIL); the encoded row groups are
     appended to ``path`` in the order the frames came (see
-    :mod:`ocp_analytics._parquet_parallel`: the file is byte for byte the one
+    :mod:`ocp_analytics.store.parquet_parallel`: the file is byte for byte the one
     a single ``ParquetWriter`` writes). Converted frames of at most
     :data:`WRITE_AHEAD_BYTES` wait to be encoded or appended (always at
     least one), so memory stays bounded whatever the slice's size.
@@ -284,7 +284,7 @@ def acceptance(
         ``[since, until)``: instants, or durations before ``as_of`` (``7d``).
     late_only
         Keep only the rows a counted excluded event turned to ``rejected``
-        (see :func:`~ocp_analytics.acceptance.turned_by_late_event`).
+        (see :func:`~ocp_analytics.engine.acceptance.turned_by_late_event`).
 
     Returns
     -------
@@ -451,7 +451,7 @@ def _rate_partials(
     flips: FlipPartials | None = None,
 ) -> tuple[RatePartials, list[str], list[str]]:
     """Run the loop into rate partials (and flip partials); group names and their keys."""
-    from ocp_analytics.features import TIER_RANK
+    from ocp_analytics.engine.features import TIER_RANK
 
     if min_tier is not None and min_tier not in TIER_RANK:
         raise OcpAnalyticsError(

@@ -20,8 +20,8 @@ from polars.testing import assert_frame_equal
 
 import ocp_analytics as oa
 import tests.test_reference as base
-from ocp_analytics.ingest import read_documents
-from ocp_analytics.rules import rule_from_object
+from ocp_analytics.ingestion.batch import read_documents
+from ocp_analytics.model.rules import rule_from_object
 from tests.conftest import AS_OF
 from tests.reference import RECORDED
 from tests.test_reference import *  # noqa: F403  (re-collect the literal tests)
@@ -130,7 +130,7 @@ def test_many_parts_by_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     """The same reasons when every rule's words are joined by keys (no table of outcomes)."""
     import importlib
 
-    monkeypatch.setattr(importlib.import_module("ocp_analytics.acceptance"), "_DENSE_MAX", 0)
+    monkeypatch.setattr(importlib.import_module("ocp_analytics.engine.acceptance"), "_DENSE_MAX", 0)
     test_rules_of_many_parts_name_every_reason_in_order()
 
 
@@ -200,11 +200,11 @@ def test_issue12_coded_texts_are_the_same_words(
     """decide(coded=True) gives rule, outcome and tier as Enum columns of the same words."""
     import importlib
 
-    from ocp_analytics.evaluate import open_tables
-    from ocp_analytics.rules import resolve_rules
-    from ocp_analytics.timeaxis import resolve_as_of
+    from ocp_analytics.engine.evaluate import open_tables
+    from ocp_analytics.engine.timeaxis import resolve_as_of
+    from ocp_analytics.model.rules import resolve_rules
 
-    acc = importlib.import_module("ocp_analytics.acceptance")
+    acc = importlib.import_module("ocp_analytics.engine.acceptance")
     if path == "keys":
         monkeypatch.setattr(acc, "_DENSE_MAX", 0)
     if path == "exploded":

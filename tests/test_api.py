@@ -10,8 +10,8 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import ocp_analytics as oa
-from ocp_analytics.evaluate import open_tables
-from ocp_analytics.rates import flips_from, group_exprs, rates_from
+from ocp_analytics.engine.evaluate import open_tables
+from ocp_analytics.engine.rates import flips_from, group_exprs, rates_from
 from tests.conftest import AS_OF, EXAMPLES
 
 

@@ -73,7 +73,7 @@ def test_sigkill_mid_ingest_then_rerun_completes(tmp_path: Path) -> None:
 KILL_IN_CREATE = """
 import os, signal, sys
 import ocp_analytics as oa
-from ocp_analytics import dataset as D
+from ocp_analytics.store import dataset as D
 
 real, calls = D.write_parquet_atomic, []
 
@@ -103,7 +103,7 @@ def test_issue9_sigkill_while_the_dataset_folder_is_created_then_rerun_completes
 
 def test_polars_ingest_clears_what_a_killed_spark_ingest_staged(tmp_path: Path) -> None:
     """Parts a Spark job staged before it was killed are removed (and counted) by any ingest."""
-    from ocp_analytics import dataset as D
+    from ocp_analytics.store import dataset as D
 
     src = tmp_path / "src"
     write_ndjson(src, 20, seed=3)

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 import ocp_analytics as oa
-from ocp_analytics import dataset as D
 from ocp_analytics import schemas as S
+from ocp_analytics.store import dataset as D
 
 SOLO = Path(__file__).parent / "data" / "examples" / "v0.3" / "solo.ocp.json"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from ocp_analytics.decode import Finding, Rejected, decode_texts, sanitize
+from ocp_analytics.ingestion.decode import Finding, Rejected, decode_texts, sanitize
 
 RUN = '{"ocp": "0.3", "run": {"id": "r1", "title": %s}, "nodes": [{"note": %s}]}'
 

@@ -15,12 +15,12 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import ocp_analytics as oa
-from ocp_analytics.dataset import read_commits
-from ocp_analytics.evaluate import doc_ranges, evaluate_slice, open_tables, slices
-from ocp_analytics.features import attempt_positions, link_attempts
-from ocp_analytics.rates import flips_from
-from ocp_analytics.rules import resolve_rules
-from ocp_analytics.timeaxis import resolve_as_of
+from ocp_analytics.engine.evaluate import doc_ranges, evaluate_slice, open_tables, slices
+from ocp_analytics.engine.rates import flips_from
+from ocp_analytics.engine.timeaxis import resolve_as_of
+from ocp_analytics.model.links import attempt_positions, link_attempts
+from ocp_analytics.model.rules import resolve_rules
+from ocp_analytics.store.dataset import read_commits
 from tests.conftest import AS_OF, EXAMPLES
 
 
@@ -118,7 +118,7 @@ def test_issue12_pipelined_loop_keeps_sink_order_and_progress(
     """Two slices in flight: sinks still see slice then rule, from one thread."""
     import threading
 
-    from ocp_analytics.evaluate import run
+    from ocp_analytics.engine.evaluate import run
 
     ds, rules = generated
     alt, when = resolve_rules(rules), resolve_as_of(AS_OF)
@@ -154,7 +154,7 @@ def test_issue12_an_error_in_a_later_slice_stops_the_loop(
     generated: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A slice failing while the previous one is handed over raises its own error."""
-    from ocp_analytics import evaluate
+    from ocp_analytics.engine import evaluate
 
     ds, rules = generated
     real, calls = evaluate.decide, []
@@ -194,8 +194,8 @@ def test_slices_of_only_superseded_runs(tmp_path: Path) -> None:
 
 
 def test_bad_slice_size_and_carry_names_are_refused(generated: tuple[Path, Path]) -> None:
-    from ocp_analytics.acceptance import decide
-    from ocp_analytics.timeaxis import resolve_as_of
+    from ocp_analytics.engine.acceptance import decide
+    from ocp_analytics.engine.timeaxis import resolve_as_of
 
     ds, _ = generated
     with pytest.raises(oa.OcpAnalyticsError, match="slice_runs"):

@@ -6,16 +6,16 @@ from datetime import UTC, datetime
 
 import polars as pl
 
-from ocp_analytics.features import (
+from ocp_analytics.engine.features import (
     FAIL,
     PASS,
     UNKNOWN,
-    attempt_positions,
     event_rows,
     latest_scores,
     latest_verdicts,
     matched_events,
 )
+from ocp_analytics.model.links import attempt_positions
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
 T1 = datetime(2026, 12, 2, tzinfo=UTC)

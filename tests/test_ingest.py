@@ -235,7 +235,7 @@ def test_run_index_is_a_dict_of_the_latest_hash(merge_factor: int) -> None:
     """The index's segments, merged or not, answer as one dict updated in order."""
     import random
 
-    from ocp_analytics.dataset import RunIndex
+    from ocp_analytics.store.dataset import RunIndex
 
     schema = {"k": pl.UInt64, "h": pl.UInt64}
     rng = random.Random(merge_factor)
@@ -264,7 +264,7 @@ def test_classification_across_chunks_and_merges(
 
     (0: every chunk its own segment; 10⁶: one segment, every chunk merged into it.)
     """
-    from ocp_analytics.dataset import RunIndex
+    from ocp_analytics.store.dataset import RunIndex
 
     monkeypatch.setattr(RunIndex, "MERGE_FACTOR", merge_factor)
     lines = []
@@ -373,7 +373,7 @@ def _ingest_a_b_with_a_found_by(
 ) -> oa.IngestSummary:
     """Ingest a.json and b.json (one run each); ``finding(path, size)`` stands in for
     the size check that finds a.json (b.json is found as usual)."""
-    from ocp_analytics import sources
+    from ocp_analytics.ingestion import sources
 
     (tmp_path / "src").mkdir()
     for name in ("a.json", "b.json"):
@@ -411,7 +411,7 @@ def test_manifest_hash_is_the_files_read_once_or_again(
     """
     import hashlib
 
-    from ocp_analytics import sources
+    from ocp_analytics.ingestion import sources
 
     line = (EXAMPLES / "v0.3" / "solo.ocp.json").read_bytes().replace(b"\n", b"") + b"\n"
     files = {
@@ -560,7 +560,7 @@ _TIMESTAMPS = [
 
 @pytest.mark.parametrize("text", _TIMESTAMPS)
 def test_parse_timestamp_reads_what_the_reference_reads(text: str | None) -> None:
-    from ocp_analytics.tables import parse_timestamp
+    from ocp_analytics.ingestion.tables import parse_timestamp
     from tests.reference import parse_ts
 
     got = pl.LazyFrame({"t": [text]}, schema={"t": pl.String})
@@ -596,7 +596,7 @@ def _timestamp_texts(draw: st.DrawFn) -> str:
 @given(st.lists(_timestamp_texts(), min_size=1, max_size=40))
 def test_parse_timestamp_is_the_reference_on_generated_texts(texts: list[str]) -> None:
     """Vectorized, so checked in batches: every text reads as the reference reads it."""
-    from ocp_analytics.tables import parse_timestamp, with_timestamps
+    from ocp_analytics.ingestion.tables import parse_timestamp, with_timestamps
     from tests.reference import parse_ts
 
     frame = pl.LazyFrame({"t": texts}, schema={"t": pl.String})
@@ -654,7 +654,7 @@ def test_member_texts_are_read_once_and_kept_within_a_limit(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Distinct labels/rule texts are read in Python once, however many chunks repeat them."""
-    from ocp_analytics import tables
+    from ocp_analytics.ingestion import tables
 
     reads: list[str] = []
     real = tables._load_member
@@ -689,7 +689,7 @@ def test_member_texts_are_read_once_and_kept_within_a_limit(
 def test_labels_and_rule_are_read_from_the_run_itself(
     text: str, labels: dict[str, str] | None, rule: str | None
 ) -> None:
-    from ocp_analytics.ingest import read_documents
+    from ocp_analytics.ingestion.batch import read_documents
 
     tables = read_documents([text])
     runs = tables["runs"].collect()

@@ -16,11 +16,11 @@ import polars as pl
 import pytest
 
 import ocp_analytics as oa
-from ocp_analytics import dataset as D
 from ocp_analytics import schemas as S
 from ocp_analytics.exceptions import DatasetError, SourceError
 from ocp_analytics.sql import connect
-from ocp_analytics.storage import store
+from ocp_analytics.store import dataset as D
+from ocp_analytics.store.storage import store
 
 DATA = Path(__file__).parent / "data"
 AS_OF = "2027-01-01T00:00:00Z"

@@ -14,7 +14,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ocp_analytics._parquet_parallel import ParquetRowGroups, _read_struct, _write_struct, encode
+from ocp_analytics.store.parquet_parallel import (
+    ParquetRowGroups,
+    _read_struct,
+    _write_struct,
+    encode,
+)
 
 WORDS = pa.dictionary(pa.uint32(), pa.large_string())
 

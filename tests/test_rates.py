@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from ocp_analytics.rates import rates_from, wilson
+from ocp_analytics.engine.rates import rates_from, wilson
 
 
 def test_rates_median_and_shares_from_histogram() -> None:

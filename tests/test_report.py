@@ -21,14 +21,14 @@ from typer.testing import CliRunner
 
 import ocp_analytics as oa
 from benchmarks.generate import write_ndjson, write_rules
+from ocp_analytics.engine.rates import format_rate
 from ocp_analytics.exceptions import MissingExtraError
-from ocp_analytics.rates import format_rate
 
 pytest.importorskip("altair")
 pytest.importorskip("vl_convert")
 
 AS_OF = "2026-12-01T00:00:00Z"
-report_module = importlib.import_module("ocp_analytics.report")
+report_module = importlib.import_module("ocp_analytics.reporting.page")
 
 
 def _data(folder: Path, name: str) -> dict[str, Any]:

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from ocp_analytics import sources
-from ocp_analytics.sources import STDIN, ReadProblem, Source, find_sources, read_chunks
+from ocp_analytics.ingestion import sources
+from ocp_analytics.ingestion.sources import STDIN, ReadProblem, Source, find_sources, read_chunks
 
 DOC = '{"ocp": "0.3", "run": {"id": "r%d"}}'
 

@@ -25,11 +25,11 @@ pytest.importorskip("pandas")
 
 import ocp_analytics as oa
 from benchmarks.generate import generate_documents, write_rules
-from ocp_analytics import dataset as D
 from ocp_analytics import schemas as S
 from ocp_analytics import spark as osp
 from ocp_analytics.exceptions import MissingExtraError
-from ocp_analytics.storage import store
+from ocp_analytics.store import dataset as D
+from ocp_analytics.store.storage import store
 
 DATA = Path(__file__).parent / "data"
 AS_OF = "2026-11-20T00:00:00Z"  # some windows still open: provisional runs counted
@@ -178,7 +178,7 @@ def test_issue16_rates_and_flips_are_the_same(spark: Any, datasets, tmp_path: Pa
 
 
 def _state(path: Path) -> tuple[list[dict[str, Any]], dict[str, pl.DataFrame]]:
-    from ocp_analytics.dataset import read_commits
+    from ocp_analytics.store.dataset import read_commits
 
     tables = {t: _table(path, t, scans=True) for t in S.TABLES}
     return read_commits(path), tables

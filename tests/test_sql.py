@@ -26,11 +26,11 @@ import pytest
 
 import ocp_analytics as oa
 from ocp_analytics import sql as oasql
-from ocp_analytics.dataset import create
+from ocp_analytics.engine.rates import flips_from
 from ocp_analytics.exceptions import DatasetError, OcpAnalyticsError, RuleError
-from ocp_analytics.rates import flips_from
-from ocp_analytics.rules import Rule, rule_from_object
+from ocp_analytics.model.rules import Rule, rule_from_object
 from ocp_analytics.sql import SETUP_FILES, connect, run_query, setup_script, sql_files
+from ocp_analytics.store.dataset import create
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = Path(__file__).parent / "data" / "sql"

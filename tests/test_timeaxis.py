@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import ocp_analytics as oa
-from ocp_analytics.timeaxis import resolve_as_of, resolve_window
+from ocp_analytics.engine.timeaxis import resolve_as_of, resolve_window
 
 AS_OF = "2026-12-10T00:00:00Z"
 

@@ -27,12 +27,12 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from ocp_analytics.dataset import open_existing
+from ocp_analytics.engine.timeaxis import resolve_as_of
 from ocp_analytics.exceptions import OcpAnalyticsError, hint
-from ocp_analytics.rules import Rule, resolve_rules
+from ocp_analytics.model.rules import Rule, resolve_rules
 from ocp_analytics.schemas import TABLES
-from ocp_analytics.storage import Store, fsspec_filesystem
-from ocp_analytics.timeaxis import resolve_as_of
+from ocp_analytics.store.dataset import open_existing
+from ocp_analytics.store.storage import Store, fsspec_filesystem
 
 # The statements of sql/setup.sql, in the order they run: later files use
 # the variables, macros and views of earlier ones.
@@ -188,7 +188,7 @@ def _add_new_tables(root: Store) -> None:
     The views read ``_schema/<table>.parquet`` of every table; a dataset that
     cannot be written (read-only) is left as it is.
     """
-    from ocp_analytics.dataset import SCHEMA_DIR, create
+    from ocp_analytics.store.dataset import SCHEMA_DIR, create
 
     if all(root.child(SCHEMA_DIR, f"{t}.parquet").is_file() for t in TABLES):
         return

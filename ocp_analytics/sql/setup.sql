@@ -294,7 +294,7 @@ CAST(coalesce(epoch_us(observed_at), -9223372036854775807) AS HUGEINT) * 4294967
 + sig_idx;
 
 -- ---- sql/macros/ocp_z95.sql ----
--- ocp_z95(): the z of a two-sided 95 % interval, as in ocp_analytics.rates.Z95.
+-- ocp_z95(): the z of a two-sided 95 % interval, as in ocp_analytics.engine.rates.Z95.
 --
 -- Purpose: one place for the constant, parsed from text so the double is
 --   exactly Python's float('1.959963984540054').
@@ -306,7 +306,7 @@ CREATE OR REPLACE MACRO ocp_z95() AS CAST('1.959963984540054' AS DOUBLE);
 -- ocp_wilson(successes, n, side): one bound of the 95 % Wilson score interval.
 --
 -- Purpose: the interval on accept_rate (SEMANTICS §10). The operations and
---   their order are those of ocp_analytics.rates.wilson, so both engines give
+--   their order are those of ocp_analytics.engine.rates.wilson, so both engines give
 --   the same doubles: with p = successes / n,
 --     centre = (p + z²/(2n)) / (1 + z²/n)
 --     half   = z · sqrt(p(1 − p)/n + z²/(4n²)) / (1 + z²/n)
@@ -494,7 +494,7 @@ FROM ocp_all_versions('events');
 --   by several runs matches each; a run naming one commit twice matches the
 --   event once. sig_idx places matched events after every signal of the run
 --   (2^32 + their rank), ranked by observed_at (unknown first), then
---   event_id: the order of ocp_analytics.features.matched_events. An event
+--   event_id: the order of ocp_analytics.engine.features.matched_events. An event
 --   signal row of run_features.events is (sig_idx, name, observed_at,
 --   tier_rank) of these rows, with the as_of filter applied as to signals.
 -- Parameters: none (reads events, artifacts).
@@ -997,7 +997,7 @@ FROM scored;
 -- ---- sql/views/acceptance.sql ----
 -- acceptance: the outcome of every run under its recorded rule and every alternative rule.
 --
--- Purpose: the SQL twin of ocp_analytics.acceptance (SEMANTICS §6–§9); the
+-- Purpose: the SQL twin of ocp_analytics.engine.acceptance (SEMANTICS §6–§9); the
 --   two are held equal, field by field, by tests/property/test_sql_differential.py.
 --   Combining: no parts (empty requires, no score) gives unknown; any part
 --   failing gives rejected; all parts passing gives accepted; otherwise

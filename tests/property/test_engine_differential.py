@@ -20,14 +20,14 @@ from hypothesis import HealthCheck, Phase, given, settings
 
 import ocp_analytics as oa
 from benchmarks.generate import generate_documents
-from ocp_analytics.ingest import read_documents
-from ocp_analytics.rules import rule_from_object
+from ocp_analytics.ingestion.batch import read_documents
+from ocp_analytics.model.rules import rule_from_object
 from tests import reference
 from tests.property.strategies import alternative_rules, as_of_instants, document_batches
 
 FIELDS = reference.RESULT_FIELDS
-# the module (``ocp_analytics.acceptance`` as an attribute is the function)
-ENGINE = importlib.import_module("ocp_analytics.acceptance")
+# the module (``ocp_analytics.engine.acceptance`` as an attribute is the function)
+ENGINE = importlib.import_module("ocp_analytics.engine.acceptance")
 EXAMPLES = 200
 BATCH = (10, 14)  # 200 examples x ~12 documents = ~2,400 documents per run
 

@@ -18,10 +18,10 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import ocp_analytics as oa
-from ocp_analytics.ingest import read_documents
-from ocp_analytics.rules import rule_from_object
+from ocp_analytics.ingestion.batch import read_documents
+from ocp_analytics.ingestion.tables import parse_timestamp
+from ocp_analytics.model.rules import rule_from_object
 from ocp_analytics.schemas import polars_schema
-from ocp_analytics.tables import parse_timestamp
 from tests import reference
 from tests.property.strategies import (
     GARBAGE_TIMESTAMPS,

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from hypothesis import HealthCheck, event, given, settings
 
-from ocp_analytics._parquet_parallel import ParquetRowGroups, encode
+from ocp_analytics.store.parquet_parallel import ParquetRowGroups, encode
 
 WORDS = pa.dictionary(pa.uint32(), pa.large_string())
 SCHEMA = pa.schema(

@@ -16,8 +16,8 @@ import hypothesis.strategies as st
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 
-from ocp_analytics import sources
-from ocp_analytics.sources import BOM, Source, read_chunks
+from ocp_analytics.ingestion import sources
+from ocp_analytics.ingestion.sources import BOM, Source, read_chunks
 
 _PIECES = st.sampled_from(
     [

@@ -6,7 +6,7 @@ and future events, invalid recorded rules, duplicate attempt ids, …) through
 the real ingest path, then compares, for the recorded rules and a set of
 alternative rules at one ``as_of``:
 
-* the ``acceptance`` view with ``ocp_analytics.acceptance``, row by row and
+* the ``acceptance`` view with ``ocp_analytics.engine.acceptance``, row by row and
   field by field (reasons exactly, q within 1e-12, same column types);
 * the ``rates`` view with ``rates_from`` (no grouping);
 * ``sql/queries/flips.sql`` with ``flips_from``.
@@ -37,8 +37,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ocp_analytics as oa
-from ocp_analytics.rates import flips_from, rates_from
-from ocp_analytics.rules import Rule, rule_from_object
+from ocp_analytics.engine.rates import flips_from, rates_from
+from ocp_analytics.model.rules import Rule, rule_from_object
 from ocp_analytics.sql import connect, sql_files
 from tests.property.strategies import (
     alternative_rules,

@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 import ocp_analytics as oa
 from benchmarks.generate import generate_documents, write_rules
-from ocp_analytics.rules import rule_from_object
+from ocp_analytics.model.rules import rule_from_object
 from tests.property.strategies import as_of_instants, valid_rules
 from tests.property.test_sql_differential import (
     BATCH,

@@ -1,7 +1,7 @@
 -- ocp_wilson(successes, n, side): one bound of the 95 % Wilson score interval.
 --
 -- Purpose: the interval on accept_rate (SEMANTICS §10). The operations and
---   their order are those of ocp_analytics.rates.wilson, so both engines give
+--   their order are those of ocp_analytics.engine.rates.wilson, so both engines give
 --   the same doubles: with p = successes / n,
 --     centre = (p + z²/(2n)) / (1 + z²/n)
 --     half   = z · sqrt(p(1 − p)/n + z²/(4n²)) / (1 + z²/n)

@@ -1,6 +1,6 @@
 -- flips: for every ordered pair of rules, the runs accepted under one and not the other.
 --
--- Purpose: the SQL twin of ocp_analytics.rates.flips_from: compare teams'
+-- Purpose: the SQL twin of ocp_analytics.engine.rates.flips_from: compare teams'
 --   bars run by run. A flip is a run accepted under rule_a and not accepted
 --   (rejected or unknown) under rule_b. Rules are 'recorded' and the rows of
 --   alternative_rules.

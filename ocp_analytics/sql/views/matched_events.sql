@@ -6,7 +6,7 @@
 --   by several runs matches each; a run naming one commit twice matches the
 --   event once. sig_idx places matched events after every signal of the run
 --   (2^32 + their rank), ranked by observed_at (unknown first), then
---   event_id: the order of ocp_analytics.features.matched_events. An event
+--   event_id: the order of ocp_analytics.engine.features.matched_events. An event
 --   signal row of run_features.events is (sig_idx, name, observed_at,
 --   tier_rank) of these rows, with the as_of filter applied as to signals.
 -- Parameters: none (reads events, artifacts).

@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 
 from ocp_analytics import schemas as S
 from ocp_analytics.exceptions import DatasetError, hint
-from ocp_analytics.storage import Store, store
+from ocp_analytics.store.storage import Store, store
 
 FORMAT = {"format": "ocp-analytics-dataset", "version": 1}
 MARKER = "ocp-dataset.json"
@@ -123,7 +123,7 @@ def create(path: str | Path | Store) -> Store:
 
 
 def open_existing(path: str | Path | Store) -> Store:
-    """Check that ``path`` is a dataset and return its :class:`~ocp_analytics.storage.Store`."""
+    """Check that ``path`` is a dataset and return its :class:`~.storage.Store`."""
     root = store(path)
     if not is_dataset(root):
         raise DatasetError(

@@ -5,14 +5,14 @@ functions the one-machine engine calls, on its own share of the work.
 
 - Evaluation (:func:`acceptance`, :func:`write_acceptance`, :func:`rates`,
   :func:`compare`): one task per ``doc_id`` range of the dataset
-  (:func:`ocp_analytics.evaluate.doc_ranges` on the manifest). Each task scans
+  (:func:`ocp_analytics.engine.evaluate.doc_ranges` on the manifest). Each task scans
   its own slice of the Parquet parts with polars and runs
-  :func:`ocp_analytics.evaluate.evaluate_slice`: every row of a run shares its
+  :func:`ocp_analytics.engine.evaluate.evaluate_slice`: every row of a run shares its
   ``doc_id``, so no shuffle is needed. Rates and comparisons return per-task
-  partials (:func:`ocp_analytics.rates.partials`,
-  :func:`ocp_analytics.rates.flip_counts`), combined on the driver by the
-  package's pure :func:`~ocp_analytics.rates.combine` and
-  :func:`~ocp_analytics.rates.combine_flips`.
+  partials (:func:`ocp_analytics.engine.rates.partials`,
+  :func:`ocp_analytics.engine.rates.flip_counts`), combined on the driver by the
+  package's pure :func:`~ocp_analytics.engine.rates.combine` and
+  :func:`~ocp_analytics.engine.rates.combine_flips`.
 - Ingest (:func:`ingest`): the driver finds the sources (the package's
   ``find_sources``); one task per source file runs the package's reader,
   ``decode_texts`` and ``build_tables`` and writes the seven tables with the
@@ -53,14 +53,14 @@ import polars as pl
 import pyarrow as pa
 
 from ocp_analytics.exceptions import MissingExtraError, OcpAnalyticsError, hint
-from ocp_analytics.storage import Store, store
+from ocp_analytics.store.storage import Store, store
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from ocp_analytics.ingest import IngestSummary
-    from ocp_analytics.rules import Rule
-    from ocp_analytics.sources import Source
+    from ocp_analytics.ingestion.batch import IngestSummary
+    from ocp_analytics.ingestion.sources import Source
+    from ocp_analytics.model.rules import Rule
 
 INSTALL = "pip install 'ocp-analytics[spark]'"
 JAVA_MIN = 17
@@ -263,7 +263,7 @@ class _EvalJob:
 
     def evaluate(self, index: int) -> pl.DataFrame:
         """The acceptance rows of range ``index`` (the package's slice and evaluation)."""
-        from ocp_analytics.evaluate import evaluate_slice, slices, windowed
+        from ocp_analytics.engine.evaluate import evaluate_slice, slices, windowed
 
         frames = next(itertools.islice(slices(self.root, self.size), index, None))
         if self.fault == index:
@@ -274,7 +274,7 @@ class _EvalJob:
 
     def partials(self, index: int) -> dict[str, pl.DataFrame | None]:
         """Rate partials (and flip counts) of range ``index``."""
-        from ocp_analytics.rates import flip_counts, partials
+        from ocp_analytics.engine.rates import flip_counts, partials
 
         acc = self.evaluate(index)
         counts, hist = pl.collect_all(partials(acc.lazy(), self.keys, self.min_tier))
@@ -297,10 +297,10 @@ def _eval_job(
     slice_runs: int | None,
 ) -> _EvalJob:
     """Resolve the arguments as the one-machine API does, and cut the ranges."""
-    from ocp_analytics.dataset import scan_dataset
-    from ocp_analytics.evaluate import doc_ranges
-    from ocp_analytics.rules import resolve_rules
-    from ocp_analytics.timeaxis import resolve_as_of, resolve_window
+    from ocp_analytics.engine.evaluate import doc_ranges
+    from ocp_analytics.engine.timeaxis import resolve_as_of, resolve_window
+    from ocp_analytics.model.rules import resolve_rules
+    from ocp_analytics.store.dataset import scan_dataset
 
     alt, when = resolve_rules(rules), resolve_as_of(as_of)  # type: ignore[arg-type]
     lo, hi = resolve_window(since, until, when)  # type: ignore[arg-type]
@@ -313,7 +313,7 @@ def _eval_job(
 
 def _slice_size(spark: SparkSession, manifest: pl.DataFrame) -> int:
     """Documents per task: about two tasks per core, at most 500,000 runs each."""
-    from ocp_analytics.evaluate import SLICE_RUNS
+    from ocp_analytics.engine.evaluate import SLICE_RUNS
 
     total = int(manifest.get_column("documents").sum()) if manifest.height else 0
     cores = max(1, spark.sparkContext.defaultParallelism)
@@ -504,8 +504,8 @@ def _rates_long(
 ) -> tuple[pl.DataFrame, list[str], list[pl.DataFrame]]:
     """Rates (group names restored) and flip partials, from per-task partials."""
     from ocp_analytics.api import _carry, _empty
-    from ocp_analytics.features import TIER_RANK
-    from ocp_analytics.rates import RatePartials
+    from ocp_analytics.engine.features import TIER_RANK
+    from ocp_analytics.engine.rates import RatePartials
 
     if min_tier is not None and min_tier not in TIER_RANK:
         raise OcpAnalyticsError(
@@ -595,7 +595,7 @@ def compare(
     ``combine`` and ``combine_flips``.
     """
     from ocp_analytics.api import _warn_missing_labels, compare_arguments
-    from ocp_analytics.rates import combine_flips, compare_matrix
+    from ocp_analytics.engine.rates import combine_flips, compare_matrix
 
     alt, names, cols = compare_arguments(rules, by, sample, recorded)
     long, gnames, flips = _rates_long(
@@ -641,8 +641,8 @@ class _IngestJob:
 
     def count(self, index: int) -> int:
         """Document texts of one source (each takes a ``doc_id``), by the package's reader."""
-        from ocp_analytics.ingest import CHUNK_DOCS
-        from ocp_analytics.sources import read_chunks
+        from ocp_analytics.ingestion.batch import CHUNK_DOCS
+        from ocp_analytics.ingestion.sources import read_chunks
 
         if self.fault == index:
             raise RuntimeError(f"injected fault in count task {index} ({FAULT_ENV})")
@@ -650,10 +650,15 @@ class _IngestJob:
 
     def build(self, index: int, attempt: int) -> dict[str, Any]:
         """Read, decode and flatten one source; write its parts into the staging folder."""
-        from ocp_analytics.decode import decode_texts
-        from ocp_analytics.ingest import CHUNK_DOCS, PART_RUNS, _quarantine_problems, _ranked
-        from ocp_analytics.sources import ReadProblem, read_chunks
-        from ocp_analytics.tables import build_tables
+        from ocp_analytics.ingestion.batch import (
+            CHUNK_DOCS,
+            PART_RUNS,
+            _quarantine_problems,
+            _ranked,
+        )
+        from ocp_analytics.ingestion.decode import decode_texts
+        from ocp_analytics.ingestion.sources import ReadProblem, read_chunks
+        from ocp_analytics.ingestion.tables import build_tables
 
         source = self.sources[index]
         writer = _PartWriter(self.staging, f"{self.batch_id}-s{index:05d}-a{attempt}")
@@ -700,7 +705,7 @@ class _PartWriter:
 
     def flush(self) -> None:
         from ocp_analytics import schemas as S
-        from ocp_analytics.dataset import write_parquet_atomic
+        from ocp_analytics.store.dataset import write_parquet_atomic
 
         for table, frames in self.pending.items():
             frame = pl.concat(frames)
@@ -752,11 +757,11 @@ def ingest(
     Every call commits one batch (the one-machine ingest starts a new batch
     every million documents). Returns the package's reconciled summary.
     """
-    from ocp_analytics import dataset as D
-    from ocp_analytics.dataset import resolved_path as _resolved
     from ocp_analytics.exceptions import StrictIngestError
-    from ocp_analytics.ingest import IngestSummary, SourceSummary, _counts
-    from ocp_analytics.sources import find_sources
+    from ocp_analytics.ingestion.batch import IngestSummary, SourceSummary, _counts
+    from ocp_analytics.ingestion.sources import find_sources
+    from ocp_analytics.store import dataset as D
+    from ocp_analytics.store.dataset import resolved_path as _resolved
 
     start = time.perf_counter()
     specs = [sources] if isinstance(sources, str | Path) else list(sources)
@@ -801,7 +806,7 @@ def _ingest_batch(
     commit; in an object store (no rename) tasks write them at their final keys, where
     they stay invisible until the commit record lists them.
     """
-    from ocp_analytics import dataset as D
+    from ocp_analytics.store import dataset as D
 
     seq = max((r["seq"] for r in records), default=0) + 1
     batch_id = f"{seq:08d}-{uuid.uuid4().hex[:8]}"
@@ -895,8 +900,8 @@ def _classify_sources(
     replaced runs.
     """
     from ocp_analytics import schemas as S
-    from ocp_analytics.dataset import load_run_index as _load_known
-    from ocp_analytics.ingest import _classify, _Versions
+    from ocp_analytics.ingestion.batch import _classify, _Versions
+    from ocp_analytics.store.dataset import load_run_index as _load_known
 
     known, versions = _load_known(root, records), _Versions()
     files: list[dict[str, Any]] = []
@@ -939,7 +944,7 @@ def _drop_skipped(
 ) -> list[dict[str, Any]]:
     """Rewrite the run-table parts that hold unchanged or outranked documents without them."""
     from ocp_analytics import schemas as S
-    from ocp_analytics.dataset import write_parquet_atomic
+    from ocp_analytics.store.dataset import write_parquet_atomic
 
     if skip.len() == 0:
         return files
@@ -1003,8 +1008,8 @@ def _commit(
     superseding: int,
 ) -> None:
     """Move staged parts into the table folders (local), then write the commit record (last)."""
-    from ocp_analytics import dataset as D
     from ocp_analytics import schemas as S
+    from ocp_analytics.store import dataset as D
 
     listed: dict[str, list[str]] = {t: [] for t in S.TABLES}
     for f in files:

@@ -25,26 +25,24 @@ from typing import NamedTuple
 
 import polars as pl
 
-from ocp_analytics.features import (
+from ocp_analytics.engine.features import (
     ASSERTED,
     ATTEMPT_FIELDS,
     FAIL,
-    LINK_COLUMNS,
     PASS,
     TIER_RANK,
-    attempt_positions,
     event_counts,
     event_rows,
     latest_scores,
     latest_verdicts,
-    link_attempts,
     matched_events,
     placed,
     score_state,
     unlinked,
     window_open,
 )
-from ocp_analytics.rules import DEFAULT_EXCLUDES, DEFAULT_WINDOW_DAYS, RECORDED, Rule
+from ocp_analytics.model.links import LINK_COLUMNS, attempt_positions, link_attempts
+from ocp_analytics.model.rules import DEFAULT_EXCLUDES, DEFAULT_WINDOW_DAYS, RECORDED, Rule
 from ocp_analytics.schemas import ACCEPTANCE, OUTCOME_TIERS, TIER_Q, polars_schema
 
 SEP = "\x1f"  # joins reasons internally; refused in alternative rules' names
@@ -777,7 +775,7 @@ _DEFINITION = [
 
 def _rule_of_row(row: dict) -> Rule:
     """A recorded rule's row (valid) as a :class:`Rule` named ``recorded``."""
-    from ocp_analytics.rules import ScoreTarget
+    from ocp_analytics.model.rules import ScoreTarget
 
     req, ex = row["requires"], row["excludes_events"]
     score = None

@@ -19,12 +19,12 @@ from typing import Protocol
 
 import polars as pl
 
-from ocp_analytics.acceptance import OUTPUT_SCHEMA, decide
-from ocp_analytics.dataset import Dataset, scan_dataset
+from ocp_analytics.engine.acceptance import OUTPUT_SCHEMA, decide
+from ocp_analytics.engine.timeaxis import in_window
 from ocp_analytics.exceptions import OcpAnalyticsError, hint
-from ocp_analytics.features import LINK_COLUMNS
-from ocp_analytics.rules import Rule
-from ocp_analytics.timeaxis import in_window
+from ocp_analytics.model.links import LINK_COLUMNS
+from ocp_analytics.model.rules import Rule
+from ocp_analytics.store.dataset import Dataset, scan_dataset
 
 SLICE_RUNS = 500_000
 SLICED_TABLES = ("runs", "signals", "attempts", "rules", "artifacts")
@@ -41,7 +41,7 @@ class Sink(Protocol):
     ``columns`` names the columns it reads (the loop computes only the union
     of what its sinks read: rates need no reasons). A sink may also have a
     true ``coded`` attribute: it takes ``rule``, ``outcome`` and ``tier`` as
-    Enum columns (see :func:`~ocp_analytics.acceptance.decide`); they are
+    Enum columns (see :func:`~ocp_analytics.engine.acceptance.decide`); they are
     given so when every sink of the loop does.
     """
 
@@ -84,7 +84,7 @@ def evaluate_slice(
     Returns
     -------
     polars.DataFrame
-        The columns of :func:`~ocp_analytics.acceptance`, then ``carry``.
+        The columns of :func:`~ocp_analytics.engine.acceptance`, then ``carry``.
 
     Examples
     --------
@@ -134,7 +134,7 @@ def without_absent_links(
     """``tables`` without the signals' link columns when no batch of ``[lo, hi)`` wrote them.
 
     Parts written before the link read it as null; with the columns gone,
-    :func:`~ocp_analytics.acceptance.decide` links every signal from the
+    :func:`~ocp_analytics.engine.acceptance.decide` links every signal from the
     attempts in its one pass, as it did before the link was stored.
     """
     seqs = [s for s in links if lo >> 32 <= s <= (hi - 1) >> 32]

@@ -51,10 +51,10 @@ import orjson
 import pyarrow as pa
 import zstandard
 
-from ocp_analytics.decode import parse_json
 from ocp_analytics.exceptions import SourceError, hint
-from ocp_analytics.storage import Store, is_remote, store
-from ocp_analytics.tables import ChunkMeta, Spans
+from ocp_analytics.ingestion.decode import parse_json
+from ocp_analytics.ingestion.tables import ChunkMeta, Spans
+from ocp_analytics.store.storage import Store, is_remote, store
 
 DOC_SUFFIXES = (".json", ".ndjson", ".jsonl")
 COMPRESSED = (".gz", ".zst")
@@ -582,7 +582,7 @@ _OWN_MAX = 1 << 30  # texts added one by one are copied into buffers of at most 
 class _Chunker:
     """Accumulate document texts into chunks of ``size``.
 
-    Texts are kept where they lie (:class:`~ocp_analytics.tables.Spans`): the
+    Texts are kept where they lie (:class:`~ocp_analytics.ingestion.tables.Spans`): the
     lines of a :class:`_Span` in its buffer, texts added one by one copied
     into a buffer of the chunk's own.
     """

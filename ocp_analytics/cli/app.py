@@ -233,8 +233,8 @@ def ingest(
       ocp-analytics ingest 'exports/*.ndjson.gz' -o runs.dataset --engine spark
       ocp-analytics ingest s3://drops/runs/ -o s3://lake/runs.dataset --engine spark
     """
-    from ocp_analytics.ingest import WORKERS
-    from ocp_analytics.ingest import ingest as run_ingest
+    from ocp_analytics.ingestion.batch import WORKERS
+    from ocp_analytics.ingestion.batch import ingest as run_ingest
 
     progress = _RichProgress() if (sys.stderr.isatty() and not quiet) else None
     try:
@@ -283,8 +283,8 @@ def ingest_events(
       ocp-analytics ingest-events 'feeds/*.ndjson.gz' -o runs.dataset --unmatched
       curl -s https://ci.example/reverts | ocp-analytics ingest-events - -o runs.dataset
     """
-    from ocp_analytics.events import ingest_events as run_ingest_events
-    from ocp_analytics.events import unmatched_events as run_unmatched
+    from ocp_analytics.ingestion.events import ingest_events as run_ingest_events
+    from ocp_analytics.ingestion.events import unmatched_events as run_unmatched
 
     try:
         summary = run_ingest_events(sources, out)
@@ -371,7 +371,7 @@ def output_format(format: Format | None, out: Path | None) -> Format:
 
 def _rules_arg(rules_files: list[Path] | None, rule: list[str] | None) -> list[Any]:
     """Rules of every ``--rules`` file (each must hold at least one), then ``--rule``."""
-    from ocp_analytics.rules import read_rules_file
+    from ocp_analytics.model.rules import read_rules_file
 
     items: list[Any] = []
     for path in rules_files or []:
@@ -381,7 +381,7 @@ def _rules_arg(rules_files: list[Path] | None, rule: list[str] | None) -> list[A
 
 
 def _as_of(as_of: str | None) -> datetime:
-    from ocp_analytics.timeaxis import resolve_as_of
+    from ocp_analytics.engine.timeaxis import resolve_as_of
 
     try:
         return resolve_as_of(as_of)
@@ -758,7 +758,7 @@ def rates(
 
 
 def _matrix_table(m: pl.DataFrame) -> pl.DataFrame:
-    from ocp_analytics.rates import format_rate
+    from ocp_analytics.engine.rates import format_rate
 
     keys = [c for c in m.columns if not c.endswith(("__low", "__high"))]
     names = [c for c in keys if f"{c}__low" in m.columns]
@@ -924,7 +924,7 @@ def report(
       ocp-analytics report runs.dataset --rules team-bars.toml --by label.team \\
           --since 30d --as-of 2026-12-01T00:00:00Z -o report.html --data-out report-data
     """
-    from ocp_analytics.report import report as run_report
+    from ocp_analytics.reporting.page import report as run_report
 
     try:
         _check_parent(out, "--out")
@@ -964,7 +964,7 @@ def unmatched_events(
       ocp-analytics unmatched-events runs.dataset
       ocp-analytics unmatched-events runs.dataset -o unmatched.csv
     """
-    from ocp_analytics.events import unmatched_events as run_unmatched
+    from ocp_analytics.ingestion.events import unmatched_events as run_unmatched
 
     try:
         fmt = output_format(format, out)

@@ -9,7 +9,7 @@ concerns (the format is in ``docs/late-events.md``)::
 
 :func:`ingest_events` stores records in the dataset's ``events`` table. They
 are matched to runs when the dataset is read, never when it is written
-(:func:`ocp_analytics.features.matched_events`): through each current run's
+(:func:`ocp_analytics.engine.features.matched_events`): through each current run's
 artifacts of kind ``commit`` or ``merge`` (the artifact's ``path``, else its
 id). So an event may arrive before its run, and one commit shared by several
 runs matches each.
@@ -23,7 +23,7 @@ the same, and is quarantined as ``conflicting_event`` (naming where the
 stored one came from) when it differs. Acceptance judged yesterday is thus
 never rewritten by a re-sent record; a correction needs a new event id.
 
-Like :func:`~ocp_analytics.ingest`, a call is one batch, written atomically
+Like :func:`~ocp_analytics.ingestion.batch`, a call is one batch, written atomically
 (parts under temporary names, visible only when the batch's commit record
 is), a source already ingested with the same content is skipped, and every
 record read is either stored, ``unchanged``, or one quarantine row.
@@ -41,14 +41,14 @@ from typing import Any
 import orjson
 import polars as pl
 
-from ocp_analytics import dataset as D
 from ocp_analytics import schemas as S
-from ocp_analytics.decode import parse_json
 from ocp_analytics.exceptions import StrictIngestError, hint
-from ocp_analytics.features import COMMIT_KINDS
-from ocp_analytics.sources import ReadProblem, Source, find_sources, read_chunks
-from ocp_analytics.storage import Store
-from ocp_analytics.tables import ChunkMeta, parse_timestamp, quarantine_frame
+from ocp_analytics.ingestion.decode import parse_json
+from ocp_analytics.ingestion.sources import ReadProblem, Source, find_sources, read_chunks
+from ocp_analytics.ingestion.tables import ChunkMeta, parse_timestamp, quarantine_frame
+from ocp_analytics.model.links import COMMIT_KINDS
+from ocp_analytics.store import dataset as D
+from ocp_analytics.store.storage import Store
 
 __all__ = ["EventsSummary", "ingest_events", "run_commits", "unmatched_events"]
 
@@ -377,7 +377,7 @@ def ingest_events(
     ----------
     sources
         Files, folders, glob patterns or ``"-"`` (standard input), read as
-        :func:`~ocp_analytics.ingest` reads them: ``.ndjson``/``.jsonl`` a
+        :func:`~ocp_analytics.ingestion.batch` reads them: ``.ndjson``/``.jsonl`` a
         record a line, ``.json`` a record or an array, optionally ``.gz`` or
         ``.zst``. A source already ingested with the same content is skipped.
     dataset
@@ -447,7 +447,7 @@ def run_commits(artifacts: pl.LazyFrame) -> pl.LazyFrame:
     """``doc_id, run_id, commit`` of every run's ``commit`` / ``merge`` artifacts (§11).
 
     The commit is the artifact's ``path``, else its id; the same rule as
-    :func:`ocp_analytics.features.matched_events`.
+    :func:`ocp_analytics.engine.features.matched_events`.
     """
     return _artifact_commits(artifacts).unique()
 

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from ocp_analytics.engine.features import TIER_RANK
 from ocp_analytics.exceptions import OcpAnalyticsError, hint
-from ocp_analytics.features import TIER_RANK
 from ocp_analytics.schemas import OUTCOME_TIERS
 
 Z95 = 1.959963984540054

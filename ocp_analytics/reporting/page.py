@@ -2,7 +2,7 @@
 
 The figures come from one pass of the package's evaluation loop over the
 runs of this window and the previous one, a slice of runs at a time, into the
-same sinks :func:`~ocp_analytics.rates`, :func:`~ocp_analytics.compare` and
+same sinks :func:`~ocp_analytics.engine.rates`, :func:`~ocp_analytics.compare` and
 :func:`~ocp_analytics.attempts_distribution` use (so memory stays that of
 ``rates`` and every number is theirs; ``tests/test_report.py`` holds them to
 those functions), plus the dataset's ``quarantine`` and ``findings``. Charts
@@ -114,14 +114,14 @@ class _Current:
 def _evaluate(ctx: _Context) -> dict[str, pl.DataFrame]:
     """One pass over the runs of this window and the previous one, a slice at a time.
 
-    The evaluation loop of :func:`~ocp_analytics.rates` hands every slice's
+    The evaluation loop of :func:`~ocp_analytics.engine.rates` hands every slice's
     decisions to the same sinks the public functions use: rates by window
     (headline, attempts), by period and group (trend), by group (matrix) and
     the flips, so each number is the one those functions give, in one pass.
     """
-    from ocp_analytics.evaluate import Sink, run
-    from ocp_analytics.rates import FlipPartials, RatePartials, group_exprs
-    from ocp_analytics.timeaxis import period_start, run_time
+    from ocp_analytics.engine.evaluate import Sink, run
+    from ocp_analytics.engine.rates import FlipPartials, RatePartials, group_exprs
+    from ocp_analytics.engine.timeaxis import period_start, run_time
 
     groups = [f"_g{i}" for i in range(len(ctx.by))]
     previous = ctx.previous()
@@ -164,7 +164,7 @@ def _evaluate(ctx: _Context) -> dict[str, pl.DataFrame]:
 
 def _empty(keys: Sequence[str], groups: Sequence[str]) -> pl.DataFrame:
     """No decisions, with the key columns: the schema of a result when no run was read."""
-    from ocp_analytics.acceptance import OUTPUT_SCHEMA
+    from ocp_analytics.engine.acceptance import OUTPUT_SCHEMA
 
     dtypes = {
         "_w": pl.Boolean(),
@@ -303,7 +303,7 @@ def _quality(ds: Any) -> dict[str, pl.DataFrame]:
 
 def build_figures(ctx: _Context) -> dict[str, pl.DataFrame]:
     """Every figure of the page, as DataFrames named like their data files."""
-    from ocp_analytics.dataset import Dataset, scan_dataset
+    from ocp_analytics.store.dataset import Dataset, scan_dataset
 
     ev = _evaluate(ctx)
     head = _headline(ctx, ev["current"], ev["previous"])
@@ -652,7 +652,7 @@ def _pct(v: Any, digits: int = 1) -> str:
 
 
 def _rate(row: dict[str, Any], prefix: str = "") -> str:
-    from ocp_analytics.rates import format_rate
+    from ocp_analytics.engine.rates import format_rate
 
     return format_rate(row[f"{prefix}accept_rate"], row[f"{prefix}ci_low"], row[f"{prefix}ci_high"])
 
@@ -785,7 +785,7 @@ def render_html(
     from ocp_analytics._version import __version__
 
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("ocp_analytics", "templates"),
+        loader=jinja2.PackageLoader("ocp_analytics.reporting", "templates"),
         autoescape=jinja2.select_autoescape(["html", "j2"]),
         undefined=jinja2.StrictUndefined,
     )
@@ -888,8 +888,8 @@ def _context(
     period: str | None,
     sample: int,
 ) -> _Context:
-    from ocp_analytics.rules import RECORDED, resolve_rules
-    from ocp_analytics.timeaxis import resolve_as_of, resolve_window
+    from ocp_analytics.engine.timeaxis import resolve_as_of, resolve_window
+    from ocp_analytics.model.rules import RECORDED, resolve_rules
 
     when = resolve_as_of(as_of)
     lo, hi = resolve_window(since, until, when)
@@ -932,7 +932,7 @@ def report(
     Parameters
     ----------
     dataset, rules, as_of
-        As for :func:`~ocp_analytics.rates`; the recorded rules always come first.
+        As for :func:`~ocp_analytics.engine.rates`; the recorded rules always come first.
     by
         Group columns: a ``runs`` column or ``label.KEY``.
     since, until

@@ -22,9 +22,9 @@ import polars as pl
 import pyarrow as pa
 
 from ocp_analytics import schemas as S
-from ocp_analytics.decode import JSON_NUMBER, Decoded, json_type, member_path, parse_json
-from ocp_analytics.features import attempt_positions, link_attempts
-from ocp_analytics.rules import rule_row
+from ocp_analytics.ingestion.decode import JSON_NUMBER, Decoded, json_type, member_path, parse_json
+from ocp_analytics.model.links import attempt_positions, link_attempts
+from ocp_analytics.model.rules import rule_row
 
 # Seconds 00-59: a leap second (":60") is no instant Python or SEMANTICS §2 reads.
 TS_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:[0-5]\d(\.\d+)?(Z|[+-]\d{2}:\d{2})?$"

@@ -41,13 +41,13 @@ from typing import Any, Protocol
 
 import polars as pl
 
-from ocp_analytics import dataset as D
 from ocp_analytics import schemas as S
-from ocp_analytics.decode import decode_texts
 from ocp_analytics.exceptions import StrictIngestError, hint
-from ocp_analytics.sources import Digest, ReadProblem, Source, find_sources, read_chunks
-from ocp_analytics.storage import Store
-from ocp_analytics.tables import ChunkMeta, ChunkTables, build_tables, quarantine_frame
+from ocp_analytics.ingestion.decode import decode_texts
+from ocp_analytics.ingestion.sources import Digest, ReadProblem, Source, find_sources, read_chunks
+from ocp_analytics.ingestion.tables import ChunkMeta, ChunkTables, build_tables, quarantine_frame
+from ocp_analytics.store import dataset as D
+from ocp_analytics.store.storage import Store
 
 # Documents decoded and flattened at a time. Building a chunk's tables costs
 # about 30 ms of CPU whatever its size (polars plans and runs some 60 steps),
