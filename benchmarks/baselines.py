@@ -42,7 +42,8 @@ After timing, the outcomes of both hand-written queries are checked (once,
 untimed) against the package's for the alternative rules; disagreements are
 counted by rule and by the generator's awkward case of the run.
 
-Results: a markdown table and a JSON file in ``--results`` (default: the work folder).
+Results: ``results-baselines-<docs>.md`` and ``.json`` (``results-baselines-eval-<docs>``
+when only the evaluation ran) in ``--results`` (default: ``benchmarks/results/``).
 """
 
 from __future__ import annotations
@@ -51,13 +52,11 @@ import argparse
 import contextlib
 import os
 import platform
-import shutil
 import statistics
 import subprocess
 import sys
 import threading
 import time
-import tomllib
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -65,567 +64,31 @@ from typing import Any
 
 import orjson
 
-HERE = Path(__file__).parent
-AS_OF = "2026-12-01T00:00:00Z"
-DEFAULT_EXCLUDES = ["revert", "incident"]
-DEFAULT_WINDOW_DAYS = 14
-INGEST = ("duckdb_read_ndjson", "duckdb_read_ndjson_runid", "polars_decode", "package_ingest")
-EVALUATION = (
-    "package_accept",
-    "package_rates",
-    "polars_handwritten",
-    "duckdb_handwritten",
-    "floor",
+from benchmarks import RESULTS, package_state
+from benchmarks.baseline_figures import (
+    AS_OF,
+    EVALUATION,
+    INGEST,
+    data_files,
+    dataset_path,
+    duckdb_read_ndjson,
+    duckdb_read_ndjson_runid,
+    floor,
+    out_path,
+    package_accept,
+    package_ingest,
+    package_rates,
+    polars_decode,
+    read_rules,
+    runs_in_dataset,
 )
-GLOB_CHARS = set("*?[]{}")
+from benchmarks.handwritten import duckdb_handwritten, polars_handwritten
+
+HERE = Path(__file__).parent
 
 
 class FigureFailed(RuntimeError):
     """A figure's process failed (for example, killed for lack of memory)."""
-
-
-# --------------------------------------------------------------------------
-# Inputs
-
-
-def data_files(data: Path) -> list[Path]:
-    """The NDJSON files of ``data``, sorted; refused when a path could be read as a glob."""
-    files = sorted(p for p in data.iterdir() if p.name.endswith(".ndjson"))
-    if not files:
-        raise SystemExit(f"no *.ndjson files in {data}")
-    bad = [str(p) for p in files if GLOB_CHARS & set(str(p))]
-    if bad:  # DuckDB expands glob characters even inside a literal list
-        raise SystemExit(f"paths with glob characters are not supported: {bad[:3]}")
-    return files
-
-
-def read_rules(path: Path) -> list[dict[str, Any]]:
-    """Alternative rules from a TOML file, with SEMANTICS §3 defaults applied by hand."""
-    out = []
-    for r in tomllib.loads(path.read_text())["rule"]:
-        score = r.get("score")
-        excludes = r.get("excludes_events")
-        window = r.get("window_days")
-        out.append(
-            {
-                "rule": r["name"],
-                "requires": list(dict.fromkeys(r.get("requires") or [])),
-                "score_name": score["name"] if score else None,
-                "score_target": float(score["target"]) if score else None,
-                "score_lower": (score["better"] == "lower") if score else None,
-                "excludes": list(dict.fromkeys(DEFAULT_EXCLUDES if excludes is None else excludes)),
-                "window_days": DEFAULT_WINDOW_DAYS if window is None else int(window),
-            }
-        )
-    return out
-
-
-def _out(work: Path, name: str) -> Path:
-    d = work / "out"
-    d.mkdir(parents=True, exist_ok=True)
-    return d / f"{name}.parquet"
-
-
-def _dataset(work: Path) -> Path:
-    return work / "package.dataset"
-
-
-def _runs_in_dataset(work: Path) -> int:
-    """Runs in the dataset ``package_ingest`` wrote (the evaluation figures' documents).
-
-    Figures of ``--groups evaluation`` alone count no documents of their own.
-    """
-    if not _dataset(work).exists():
-        return 0
-    import polars as pl
-
-    import ocp_analytics as oa
-
-    runs = oa.scan_dataset(_dataset(work)).frames["runs"]
-    return int(runs.select(pl.len()).collect().item())
-
-
-# --------------------------------------------------------------------------
-# Ingest figures
-
-
-def _duckdb_type(dtype: Any) -> str:
-    """DuckDB type of a polars dtype of the decode dtype (the sanitizer's field dropped)."""
-    import polars as pl
-
-    if isinstance(dtype, pl.Struct):
-        fields = [f for f in dtype.fields if not f.name.startswith("_ocpa")]
-        return "STRUCT(" + ", ".join(f'"{f.name}" {_duckdb_type(f.dtype)}' for f in fields) + ")"
-    if isinstance(dtype, pl.List):
-        return _duckdb_type(dtype.inner) + "[]"
-    if dtype == pl.Float64:
-        return "DOUBLE"
-    if dtype == pl.String:
-        return "VARCHAR"
-    raise TypeError(dtype)
-
-
-def duckdb_columns() -> dict[str, str]:
-    """``read_ndjson`` columns: the package's decode dtype, plus labels and rule as JSON."""
-    from ocp_analytics.schemas import DOCUMENT_DTYPE
-
-    cols = {f.name: _duckdb_type(f.dtype) for f in DOCUMENT_DTYPE.fields}
-    cols["run"] = cols["run"][:-1] + ', "labels" JSON, "acceptance_rule" JSON)'
-    return cols
-
-
-_DUCK_RUNS = """
-SELECT doc_id, run.id AS run_id, ocp AS ocp_version,
-  producer.name AS producer_name, producer.version AS producer_version,
-  TRY_CAST(run.started_at AS TIMESTAMPTZ) AS started_at, run.started_at AS started_at_raw,
-  TRY_CAST(run.ended_at AS TIMESTAMPTZ) AS ended_at, run.ended_at AS ended_at_raw,
-  run.title AS title, run.labels::VARCHAR AS labels,
-  run.task.id AS task_id, run.task.type AS task_type, run.task.subtype AS task_subtype,
-  run.task.repo AS repo, run.task.org AS org,
-  run.configuration.id AS configuration_id, run.configuration.source AS configuration_source,
-  run.provenance.kind AS provenance_kind, run.acceptance_rule::VARCHAR AS acceptance_rule,
-  len(attempts) AS n_attempts, len(run.signals) AS n_signals
-FROM docs
-"""
-_DUCK_ATTEMPTS = """
-SELECT doc_id, att_idx, a.id AS attempt_id, a.node AS node,
-  a.n::BIGINT AS n, a.round::BIGINT AS round, a.status AS status,
-  TRY_CAST(a.started_at AS TIMESTAMPTZ) AS started_at, a.started_at AS started_at_raw,
-  TRY_CAST(a.ended_at AS TIMESTAMPTZ) AS ended_at, a.ended_at AS ended_at_raw,
-  a.outcome.result AS outcome_result, a.outcome.evidence AS outcome_evidence,
-  a.model.raw AS model_raw, a.model.id AS model_id, a.effort AS effort, a.harness AS harness,
-  a.role.value AS role, a.phase.value AS phase, a.cause.type AS cause_type,
-  a.cost.usd AS cost_usd, a.cost.input_tokens::BIGINT AS input_tokens,
-  a.cost.cached_input_tokens::BIGINT AS cached_input_tokens,
-  a.cost.cache_creation_tokens::BIGINT AS cache_creation_tokens,
-  a.cost.output_tokens::BIGINT AS output_tokens,
-  a.cost.reasoning_tokens::BIGINT AS reasoning_tokens
-FROM (SELECT doc_id, generate_subscripts(attempts, 1) - 1 AS att_idx, unnest(attempts) AS a
-      FROM docs)
-WHERE a IS NOT NULL
-"""
-_DUCK_SIGNALS = """
-SELECT doc_id, sig_idx, s.id AS signal_id, s.kind AS kind, s.name AS name,
-  s.value AS value_text, TRY_CAST(s.value AS DOUBLE) AS value_num, s.unit AS unit,
-  s.better AS better, s.target AS target, s.scale AS scale, s.at_attempt AS at_attempt,
-  TRY_CAST(s.observed_at AS TIMESTAMPTZ) AS observed_at, s.observed_at AS observed_at_raw,
-  s.source.kind AS source_kind, s.source.ref AS source_ref, s.tier AS tier
-FROM (SELECT doc_id, generate_subscripts(run.signals, 1) - 1 AS sig_idx,
-             unnest(run.signals) AS s
-      FROM docs)
-WHERE s IS NOT NULL
-"""
-
-
-_READ = "FROM read_ndjson($files, columns = $cols, format = 'newline_delimited')"
-_DOCS_NUMBERED = (
-    "CREATE OR REPLACE TEMP TABLE docs AS SELECT $base + row_number() OVER () AS doc_id, * " + _READ
-)
-_DOCS_BY_RUN_ID = "CREATE OR REPLACE TEMP TABLE docs AS SELECT run.id AS doc_id, * " + _READ
-
-
-def duckdb_read_ndjson(a: argparse.Namespace, numbered: bool = True) -> dict[str, int]:
-    """DuckDB reads each file with declared columns and writes three flattened Parquet parts."""
-    import duckdb
-
-    out = a.work / ("duckdb_ndjson" if numbered else "duckdb_ndjson_runid")
-    shutil.rmtree(out, ignore_errors=True)
-    for t in ("runs", "attempts", "signals"):
-        (out / t).mkdir(parents=True)
-    con = duckdb.connect()
-    con.execute("SET TimeZone = 'UTC'")
-    con.execute(f"SET threads = {os.cpu_count() or 1}")
-    cols = duckdb_columns()
-    docs = 0
-    for i, f in enumerate(data_files(a.data)):
-        con.execute(
-            _DOCS_NUMBERED if numbered else _DOCS_BY_RUN_ID,
-            {"files": [str(f)], "cols": cols, **({"base": docs} if numbered else {})},
-        )
-        for table, query in (
-            ("runs", _DUCK_RUNS),
-            ("attempts", _DUCK_ATTEMPTS),
-            ("signals", _DUCK_SIGNALS),
-        ):
-            con.sql(query).write_parquet(
-                str(out / table / f"part-{i:05d}.parquet"), compression="zstd"
-            )
-        docs += int(con.sql("SELECT count(*) FROM docs").fetchall()[0][0])
-    return {"rows": docs, "docs": docs}
-
-
-def duckdb_read_ndjson_runid(a: argparse.Namespace) -> dict[str, int]:
-    """:func:`duckdb_read_ndjson` keyed by ``run.id``: no window numbering the documents."""
-    return duckdb_read_ndjson(a, numbered=False)
-
-
-def polars_decode(a: argparse.Namespace) -> dict[str, int]:
-    """polars decoding the NDJSON into the package's decode dtype: no flattening, no writes."""
-    import polars as pl
-
-    from ocp_analytics.schemas import DOCUMENT_DTYPE
-
-    n = 0
-    for f in data_files(a.data):
-        frame = (
-            pl.scan_lines(f)
-            .select(pl.col("line").str.json_decode(DOCUMENT_DTYPE).alias("doc"))
-            .select(pl.col("doc").is_not_null().sum())  # use the value: no decode skipped
-            .collect()
-        )
-        n += int(frame.item())
-    return {"rows": n, "docs": n}
-
-
-def package_ingest(a: argparse.Namespace) -> dict[str, int]:
-    import ocp_analytics as oa
-
-    ds = _dataset(a.work)
-    shutil.rmtree(ds, ignore_errors=True)
-    summary = oa.ingest(data_files(a.data), ds)
-    assert summary.reconciles
-    return {"rows": summary.documents_read, "docs": summary.documents_read}
-
-
-# --------------------------------------------------------------------------
-# Evaluation figures
-
-
-def package_accept(a: argparse.Namespace) -> dict[str, int]:
-    import ocp_analytics as oa
-
-    rows = oa.write_acceptance(
-        _dataset(a.work), _out(a.work, "package_accept"), [a.rules], recorded=True, as_of=a.as_of
-    )
-    return {"rows": rows}
-
-
-def package_rates(a: argparse.Namespace) -> dict[str, int]:
-    import ocp_analytics as oa
-
-    frame = oa.rates(_dataset(a.work), [a.rules], by="label.team", as_of=a.as_of).collect()
-    return {"rows": frame.height}
-
-
-def polars_handwritten(a: argparse.Namespace) -> dict[str, int]:
-    """Outcome and attempts_to_acceptance per (run, rule) in plain polars, to Parquet."""
-    from datetime import datetime
-
-    import polars as pl
-
-    import ocp_analytics as oa
-
-    rules = read_rules(a.rules)
-    as_of = datetime.fromisoformat(a.as_of)
-    f = oa.scan_dataset(_dataset(a.work)).frames
-    runs, sig, att = f["runs"], f["signals"], f["attempts"]
-    vnames = sorted({n for r in rules for n in r["requires"]})
-    snames = sorted({r["score_name"] for r in rules if r["score_name"]})
-    enames = sorted({n for r in rules for n in r["excludes"]})
-
-    # Attempt order: started_at (unknown last), then position; the first of a repeated id.
-    pos = (
-        att.sort("doc_id", pl.col("started_at").is_null(), "started_at", "att_idx")
-        .with_columns(pl.int_range(1, pl.len() + 1).over("doc_id").alias("pos"))
-        .filter(pl.col("attempt_id").is_not_null())
-        .group_by("doc_id", "attempt_id")
-        .agg(pl.col("pos").min())
-    )
-    last = ["observed_at", "sig_idx"]  # unknown time sorts first, ties by position
-    # One pass over the signals: the latest verdict and the latest numeric score of
-    # each (doc_id, name) the rules need, with the position of the attempt it names.
-    latest = (
-        sig.filter(
-            ((pl.col("kind") == "verdict") & pl.col("name").is_in(vnames))
-            | (
-                (pl.col("kind") == "score")
-                & pl.col("value_num").is_not_null()
-                & pl.col("name").is_in(snames)
-            )
-        )
-        .group_by("doc_id", "kind", "name")
-        .agg(pl.col("value_text", "value_num", "at_attempt").sort_by(last).last())
-        .join(pos, left_on=["doc_id", "at_attempt"], right_on=["doc_id", "attempt_id"], how="left")
-        .collect()
-    )
-    verdicts = (
-        latest.lazy()
-        .filter(pl.col("kind") == "verdict")
-        .with_columns(
-            pl.col("value_text")
-            .str.to_lowercase()
-            .replace_strict(
-                {"accept": 2, "pass": 2, "reject": 0, "fail": 0}, default=1, return_dtype=pl.Int8
-            )
-            .alias("state")
-        )
-    )
-    scores = latest.lazy().filter(pl.col("kind") == "score")
-    obs, end = pl.col("observed_at"), pl.col("ended_at")
-    events = (
-        sig.filter((pl.col("kind") == "event") & pl.col("name").is_in(enames))
-        .join(runs.select("doc_id", "ended_at"), on="doc_id")
-        .filter(obs.is_null() | (obs <= as_of))
-        .group_by("doc_id", "name")
-        .agg(
-            # counts whatever the window: no time, or the run has no end
-            (obs.is_null() | end.is_null()).any().alias("always"),
-            (obs - end).min().alias("delta"),
-        )
-        .collect()
-        .lazy()
-    )
-
-    wide = runs.select("doc_id", "run_id")
-    for n in vnames:
-        wide = wide.join(
-            verdicts.filter(pl.col("name") == n).select(
-                "doc_id", pl.col("state").alias(f"v:{n}"), pl.col("pos").alias(f"vp:{n}")
-            ),
-            on="doc_id",
-            how="left",
-        )
-    for n in snames:
-        wide = wide.join(
-            scores.filter(pl.col("name") == n).select(
-                "doc_id", pl.col("value_num").alias(f"s:{n}"), pl.col("pos").alias(f"sp:{n}")
-            ),
-            on="doc_id",
-            how="left",
-        )
-    for n in enames:
-        wide = wide.join(
-            events.filter(pl.col("name") == n).select(
-                "doc_id", pl.col("always").alias(f"ea:{n}"), pl.col("delta").alias(f"ed:{n}")
-            ),
-            on="doc_id",
-            how="left",
-        )
-    table = wide.collect()
-
-    per_rule = []
-    for r in rules:
-        parts = [pl.col(f"v:{n}").fill_null(1) for n in r["requires"]]
-        places = [pl.col(f"vp:{n}") for n in r["requires"]]
-        if r["score_name"]:
-            v = pl.col(f"s:{r['score_name']}")
-            reached = (v <= r["score_target"]) if r["score_lower"] else (v >= r["score_target"])
-            parts.append(
-                pl.when(v.is_null())
-                .then(1)
-                .when(reached & ~v.is_nan())
-                .then(2)
-                .otherwise(0)
-                .cast(pl.Int8)
-            )
-            places.append(pl.col(f"sp:{r['score_name']}"))
-        window = pl.duration(days=r["window_days"])
-        late = pl.any_horizontal(
-            [
-                (pl.col(f"ea:{n}") | (pl.col(f"ed:{n}") <= window)).fill_null(False)
-                for n in r["excludes"]
-            ]
-            or [pl.lit(False)]
-        )
-        worst = pl.min_horizontal(parts) if parts else pl.lit(None, pl.Int8)
-        outcome = (
-            pl.when(late)
-            .then(pl.lit("rejected"))
-            .when(worst.is_null())
-            .then(pl.lit("unknown"))
-            .when(worst == 0)
-            .then(pl.lit("rejected"))
-            .when(worst == 2)
-            .then(pl.lit("accepted"))
-            .otherwise(pl.lit("unknown"))
-        )
-        attempts = pl.max_horizontal(places) if places else pl.lit(None, pl.Int64)
-        per_rule.append(
-            table.lazy().select(
-                "run_id",
-                pl.lit(r["rule"]).alias("rule"),
-                outcome.alias("outcome"),
-                pl.when(outcome == "accepted")
-                .then(attempts.cast(pl.Int64))
-                .alias("attempts_to_acceptance"),
-            )
-        )
-    out = _out(a.work, "polars_handwritten")
-    pl.concat(per_rule).sink_parquet(out)
-    return {"rows": len(rules) * table.height}
-
-
-# The same answer in hand-written DuckDB SQL: the latest verdict / numeric score per
-# (doc_id, name) by arg_max over one order key (unknown time first, then position); the
-# verdicts of a run as one MAP (its per-run features); the rules as a K-row table cross
-# joined to runs, each rule's `requires` looked up in the map; one row per (run, rule).
-# (Measured on 50k runs: 2.6 s, against 3.0-4.5 s for joining a (rule, name) table to the
-# latest verdicts and grouping by (run, rule).)
-_DUCK_ACCEPT = """
-WITH
-runs AS (
-  SELECT doc_id, run_id, ended_at FROM read_parquet($runs)
-  QUALIFY doc_id = max(doc_id) OVER (PARTITION BY run_id)
-),
-req AS (SELECT rule, unnest(requires) AS name FROM rules),
-sc_rule AS (SELECT rule, score_name AS name, score_target, score_lower FROM rules
-            WHERE score_name IS NOT NULL),
-ex AS (SELECT rule, unnest(excludes) AS name, window_days FROM rules),
-sig AS (
-  SELECT doc_id, kind, name, value_text, value_num, at_attempt, observed_at,
-    coalesce(epoch_us(observed_at), -9223372036854775807)::HUGEINT * 4294967296
-      + sig_idx AS okey
-  FROM read_parquet($signals)
-),
-pos AS (
-  SELECT doc_id, attempt_id, min(pos) AS pos FROM (
-    SELECT doc_id, attempt_id,
-      row_number() OVER (PARTITION BY doc_id ORDER BY started_at NULLS LAST, att_idx) AS pos
-    FROM read_parquet($attempts))
-  WHERE attempt_id IS NOT NULL GROUP BY ALL
-),
-verdict AS MATERIALIZED (
-  SELECT v.doc_id, v.name,
-    CASE WHEN lower(v.v) IN ('accept', 'pass') THEN 2
-         WHEN lower(v.v) IN ('reject', 'fail') THEN 0 ELSE 1 END AS state, p.pos
-  FROM (SELECT doc_id, name,
-          arg_max_null(value_text, okey) AS v, arg_max_null(at_attempt, okey) AS at
-        FROM sig WHERE kind = 'verdict' AND name IN (SELECT name FROM req) GROUP BY ALL) v
-  LEFT JOIN pos p ON p.doc_id = v.doc_id AND p.attempt_id = v.at
-),
-score AS (
-  SELECT doc_id, name, arg_max_null(value_num, okey) AS v, arg_max_null(at_attempt, okey) AS at
-  FROM sig WHERE kind = 'score' AND value_num IS NOT NULL
-    AND name IN (SELECT name FROM sc_rule) GROUP BY ALL
-),
-vfeat AS (
-  SELECT doc_id, map_from_entries(list({'k': name, 'v': {'s': state, 'p': pos}})) AS vf
-  FROM verdict GROUP BY doc_id
-),
-sparts AS (
-  SELECT s.doc_id, r.rule,
-    CASE WHEN isnan(s.v) THEN 0
-         WHEN (r.score_lower AND s.v <= r.score_target)
-           OR (NOT r.score_lower AND s.v >= r.score_target) THEN 2
-         ELSE 0 END AS sstate,
-    p.pos AS spos
-  FROM score s JOIN sc_rule r USING (name)
-  LEFT JOIN pos p ON p.doc_id = s.doc_id AND p.attempt_id = s.at
-),
-late AS (
-  SELECT DISTINCT s.doc_id, ex.rule
-  FROM sig s JOIN ex USING (name) JOIN runs USING (doc_id)
-  WHERE s.kind = 'event'
-    AND (s.observed_at IS NULL OR s.observed_at <= $as_of)
-    AND (runs.ended_at IS NULL OR s.observed_at IS NULL
-         OR epoch_us(s.observed_at) - epoch_us(runs.ended_at)
-            <= ex.window_days * 86400000000)
-),
-judged AS (
-  SELECT runs.run_id, rules.rule,
-    list_min(list_transform(rules.requires, lambda n: coalesce(vf.vf[n].s, 1))) AS vmin,
-    list_max(list_transform(rules.requires, lambda n: vf.vf[n].p)) AS vpos,
-    late.doc_id IS NOT NULL AS is_late, sp.sstate, sp.spos, rules.score_name, rules.requires
-  FROM runs CROSS JOIN rules
-  LEFT JOIN vfeat vf ON vf.doc_id = runs.doc_id
-  LEFT JOIN sparts sp ON sp.doc_id = runs.doc_id AND sp.rule = rules.rule
-  LEFT JOIN late ON late.doc_id = runs.doc_id AND late.rule = rules.rule
-),
-decided AS (
-  SELECT run_id, rule,
-    CASE
-      WHEN is_late THEN 'rejected'
-      WHEN len(requires) = 0 AND score_name IS NULL THEN 'unknown'
-      WHEN vmin = 0 OR sstate = 0 THEN 'rejected'
-      WHEN coalesce(vmin, 2) = 2 AND (score_name IS NULL OR sstate = 2) THEN 'accepted'
-      ELSE 'unknown'
-    END AS outcome,
-    greatest(vpos, spos) AS best_pos
-  FROM judged
-)
-SELECT run_id, rule, outcome,
-  CASE WHEN outcome = 'accepted' THEN best_pos END AS attempts_to_acceptance
-FROM decided
-"""
-
-
-def _parts(ds: Path) -> dict[str, list[str]]:
-    from ocp_analytics.store.dataset import read_commits, table_files
-
-    records = read_commits(ds)
-    return {
-        t: [str(ds / f) for f in table_files(ds, records, t)]
-        for t in ("runs", "attempts", "signals")
-    }
-
-
-def duckdb_handwritten(a: argparse.Namespace) -> dict[str, int]:
-    """Outcome and attempts_to_acceptance per (run, rule) in hand-written DuckDB SQL."""
-    from datetime import datetime
-
-    import duckdb
-    import pyarrow as pa
-
-    con = duckdb.connect()
-    con.execute("SET TimeZone = 'UTC'")
-    rules = pa.Table.from_pylist(
-        read_rules(a.rules),
-        schema=pa.schema(
-            [
-                ("rule", pa.string()),
-                ("requires", pa.list_(pa.string())),
-                ("score_name", pa.string()),
-                ("score_target", pa.float64()),
-                ("score_lower", pa.bool_()),
-                ("excludes", pa.list_(pa.string())),
-                ("window_days", pa.int64()),
-            ]
-        ),
-    )
-    con.register("rules", rules)
-    params: dict[str, Any] = {**_parts(_dataset(a.work)), "as_of": datetime.fromisoformat(a.as_of)}
-    out = _out(a.work, "duckdb_handwritten")
-    con.sql(_DUCK_ACCEPT, params=params).write_parquet(str(out))
-    rows = con.sql("SELECT count(*) FROM read_parquet($p)", params={"p": str(out)}).fetchall()
-    return {"rows": int(rows[0][0])}
-
-
-def floor(a: argparse.Namespace) -> dict[str, int]:
-    """Latest signal per (doc_id, kind, name); runs x (K + 1) rows of (run_id, rule, outcome)."""
-    import polars as pl
-
-    import ocp_analytics as oa
-
-    f = oa.scan_dataset(_dataset(a.work)).frames
-    latest = (
-        f["signals"]
-        .group_by("doc_id", "kind", "name")
-        .agg(
-            pl.col("value_text", "value_num", "at_attempt").sort_by("observed_at", "sig_idx").last()
-        )
-        .select(pl.len())
-        .collect()
-        .item()
-    )
-    names = ["recorded", *(r["rule"] for r in read_rules(a.rules))]
-    outcomes = ["accepted", "rejected", "unknown"]
-    rules = pl.LazyFrame({"rule": names, "k": list(range(len(names)))})
-    out = _out(a.work, "floor")
-    (
-        f["runs"]
-        .select("run_id", "doc_id")
-        .join(rules, how="cross")
-        .select(
-            "run_id",
-            "rule",
-            ((pl.col("doc_id") + pl.col("k")) % 3)
-            .replace_strict(dict(enumerate(outcomes)), return_dtype=pl.String)
-            .alias("outcome"),
-        )
-        .sink_parquet(out)
-    )
-    rows = pl.scan_parquet(out).select(pl.len()).collect().item()
-    return {"rows": int(rows), "latest_groups": int(latest)}
 
 
 FIGURES = {
@@ -783,7 +246,7 @@ def check_ingest(a: argparse.Namespace) -> dict[str, Any]:
 
     import ocp_analytics as oa
 
-    frames = oa.scan_dataset(_dataset(a.work)).frames
+    frames = oa.scan_dataset(dataset_path(a.work)).frames
     out: dict[str, Any] = {}
     for t in ("runs", "attempts", "signals"):
         duck = pl.scan_parquet(a.work / "duckdb_ndjson" / t / "*.parquet").select(pl.len())
@@ -804,12 +267,12 @@ def check(a: argparse.Namespace, names: Sequence[str]) -> dict[str, Any]:
     keys = ["run_id", "rule"]
     cols = [*keys, "outcome", "attempts_to_acceptance"]
     pkg = (
-        pl.scan_parquet(_out(a.work, "package_accept"))
+        pl.scan_parquet(out_path(a.work, "package_accept"))
         .filter(pl.col("rule") != "recorded")
         .select(cols)
         .collect()
     )
-    runs = oa.scan_dataset(_dataset(a.work)).frames["runs"]
+    runs = oa.scan_dataset(dataset_path(a.work)).frames["runs"]
     src = runs.select("run_id", "source_path", "source_line").collect()
     # What the check covered: the generator's awkward cases, and late events (§11),
     # which the hand-written queries do not read (they would differ if there were any).
@@ -824,13 +287,13 @@ def check(a: argparse.Namespace, names: Sequence[str]) -> dict[str, Any]:
         .sort("case")
         .collect()
     )
-    events = oa.scan_dataset(_dataset(a.work)).frames["events"].select(pl.len()).collect()
+    events = oa.scan_dataset(dataset_path(a.work)).frames["events"].select(pl.len()).collect()
     report: dict[str, Any] = {
         "runs_with_awkward_case": dict(zip(covered["case"], covered["len"], strict=True)),
         "late_event_rows": int(events.item()),
     }
     for name in names:
-        other = pl.read_parquet(_out(a.work, name)).select(cols)
+        other = pl.read_parquet(out_path(a.work, name)).select(cols)
         j = pkg.join(other, on=keys, how="full", suffix="_b", coalesce=True)
         bad = j.filter(
             ~pl.col("outcome").eq_missing(pl.col("outcome_b"))
@@ -875,22 +338,6 @@ def machine() -> dict[str, str]:
         "pyarrow": pyarrow.__version__,
         "duckdb": duckdb.__version__,
     }
-
-
-def package_state() -> str:
-    """The commit measured, and any uncommitted change to the package in the work tree."""
-    git = ["git", "-C", str(HERE.parent)]
-    try:
-        head = subprocess.run(
-            [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-        )
-        dirty = subprocess.run(
-            [*git, "status", "--porcelain", "--", "ocp_analytics"], capture_output=True, text=True
-        )
-    except OSError:
-        return "unknown"
-    changed = [line[3:] for line in dirty.stdout.splitlines()]
-    return head.stdout.strip() + (f" + uncommitted: {', '.join(changed)}" if changed else "")
 
 
 def uptime() -> str:
@@ -994,7 +441,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--work", type=Path, required=True, help="scratch folder")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--as-of", default=AS_OF)
-    p.add_argument("--results", type=Path, help="folder for the .md and .json (default: --work)")
+    p.add_argument("--results", type=Path, default=RESULTS, help="folder for the .md and .json")
     p.add_argument(
         "--groups",
         default="ingest,evaluation",
@@ -1023,7 +470,7 @@ def main(argv: list[str] | None = None) -> int:
     if "ingest" in groups:
         figures.update(measure(INGEST, a, failed))
     if "evaluation" in groups and (
-        "package_ingest" in figures or _dataset(a.work).exists()
+        "package_ingest" in figures or dataset_path(a.work).exists()
     ):  # the evaluation reads the dataset package_ingest wrote
         figures.update(measure(EVALUATION, a, failed))
     names = [n for n in ("polars_handwritten", "duckdb_handwritten") if n in figures]
@@ -1032,7 +479,7 @@ def main(argv: list[str] | None = None) -> int:
         f"--data {a.data} --rules {a.rules} --work {a.work} --repeat {a.repeat} "
         f"--groups {a.groups}",
         "docs": max((f.get("docs", 0) for f in figures.values()), default=0)
-        or _runs_in_dataset(a.work),
+        or runs_in_dataset(a.work),
         "bytes": size,
         "rules": len(read_rules(a.rules)),
         "repeat": a.repeat,
@@ -1052,13 +499,12 @@ def main(argv: list[str] | None = None) -> int:
     }
     text = render(res)
     print(text)
-    target = a.results or a.work
-    target.mkdir(parents=True, exist_ok=True)
-    stem = f"baselines-{res['docs']}"
-    (target / f"{stem}.json").write_bytes(
+    a.results.mkdir(parents=True, exist_ok=True)
+    stem = f"results-baselines{'' if 'ingest' in groups else '-eval'}-{res['docs']}"
+    (a.results / f"{stem}.json").write_bytes(
         orjson.dumps(res, option=orjson.OPT_INDENT_2, default=str)
     )
-    (target / f"{stem}.md").write_text(text)
+    (a.results / f"{stem}.md").write_text(text)
     return 1 if failed else 0
 
 

@@ -8,7 +8,7 @@ commits (:func:`write_event_feed`), ingests the runs once, copies the
 dataset and ingests the feed into the copy, then times each figure on both
 datasets, every figure in its own process (peak RSS from ``wait4``), the
 median of ``--repeat`` runs. Prints a Markdown table and writes
-``results-events-<docs>.json`` beside this file.
+``results-events-<docs>.json`` into ``--results`` (default: ``benchmarks/results/``).
 
 The feed, a function of ``(seed, index)`` alone: 90 % of the events concern
 a commit of a generated run (one run in ``docs / events`` gets one; runs
@@ -36,6 +36,7 @@ from typing import Any
 
 import orjson
 
+from benchmarks import RESULTS
 from benchmarks.child import run_child
 from benchmarks.generate import generate_documents, write_rules
 
@@ -205,7 +206,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--events", type=int, default=20_000)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--repeat", type=int, default=1)
-    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--out", type=Path, required=True, help="folder for the data and datasets")
+    p.add_argument("--results", type=Path, default=RESULTS, help="folder for the .json")
     a = p.parse_args(args)
     t0 = time.perf_counter()
     rules, plain, with_events = a.out / "rules.toml", a.out / "plain", a.out / "with-events"
@@ -223,7 +225,8 @@ def main(argv: list[str] | None = None) -> int:
             "without": _measure(fig, plain, rules, a.repeat),
             "with": _measure(fig, with_events, rules, a.repeat),
         }
-    (HERE / f"results-events-{a.docs}.json").write_bytes(
+    a.results.mkdir(parents=True, exist_ok=True)
+    (a.results / f"results-events-{a.docs}.json").write_bytes(
         orjson.dumps(results, option=orjson.OPT_INDENT_2)
     )
     print(markdown(results))

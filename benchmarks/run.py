@@ -1,6 +1,10 @@
-"""Run the benchmark suite at a chosen size and write RESULTS.md and RESULTS.json.
+"""Run the benchmark suite at a chosen size and write its results file.
 
-``python -m benchmarks.run --docs 200000 [--repeat 3] [--out bench-data]``
+``python -m benchmarks.run --docs 200000 [--repeat 3] [--out bench-data] [--figures a,b]``
+
+Generates the documents and rules under ``--out`` (kept for the next run) and
+writes ``benchmarks/results/results-<docs>.md`` and ``.json`` (with
+``--smoke``: under ``--out``, so a smoke run leaves the stored results alone).
 
 Every figure runs in a fresh process (``benchmarks/figure.py``); its peak RSS
 comes from ``wait4``. Each figure is the median of ``--repeat`` runs, and all
@@ -20,10 +24,9 @@ from pathlib import Path
 
 import orjson
 
+from benchmarks import RESULTS, package_state
 from benchmarks.child import FigureFailed, run_child
 from benchmarks.generate import write_ndjson, write_rules
-
-HERE = Path(__file__).parent
 
 
 @dataclass
@@ -152,6 +155,7 @@ def run(
         "seed": seed,
         "repeat": repeat,
         "machine": machine(),
+        "package": package_state(),
         "figures": [asdict(f) for f in figs],
         "ratios": ratios,
     }
@@ -215,6 +219,8 @@ def render(results: dict[str, object]) -> str:
     m = results["machine"]
     assert isinstance(m, dict)
     lines += ["", "Machine: " + ", ".join(f"{k} {v}" for k, v in m.items())]
+    if "package" in results:
+        lines.append(f"Package: {results['package']}")
     return "\n".join(lines) + "\n"
 
 
@@ -231,7 +237,8 @@ def main() -> None:
     results = run(a.docs, a.repeat, a.out, a.seed, chosen)
     text = render(results)
     print(text)
-    target = a.out if a.smoke else HERE
+    target = a.out if a.smoke else RESULTS
+    target.mkdir(parents=True, exist_ok=True)
     (target / f"results-{a.docs}.json").write_bytes(
         orjson.dumps(results, option=orjson.OPT_INDENT_2)
     )

@@ -11,9 +11,11 @@ acceptance files must hold the same number of rows.
 Command line::
 
     python -m benchmarks.spark --docs 200000 --out /tmp/ocp-spark-bench
-    python -m benchmarks.spark --docs 2000 --out /tmp/b --engines polars,local[2]   # smoke
+    python -m benchmarks.spark --docs 2000 --out /tmp/b --results /tmp/b \
+        --engines polars,local[2]   # smoke
 
-Writes ``OUT/results-spark-<docs>.json`` and ``.md``.
+Writes ``results-spark-<docs>.json`` and ``.md`` into ``--results`` (default:
+``benchmarks/results/``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from benchmarks import RESULTS
 
 AS_OF = "2026-12-01T00:00:00Z"
 FILE_DOCS = 25_000  # documents per NDJSON file: 8 source files at 200k documents
@@ -170,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.spark", description=__doc__)
     p.add_argument("--docs", type=int, default=200_000)
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--out", type=Path, default=Path("/tmp/ocp-spark-bench"))
+    p.add_argument("--out", type=Path, default=Path("/tmp/ocp-spark-bench"), help="data, work")
+    p.add_argument("--results", type=Path, default=RESULTS, help="folder for the .md and .json")
     p.add_argument("--engines", default="polars,local[1],local[2]")
     p.add_argument("--repeat", type=int, default=1, help="rounds over the engines (interleaved)")
     p.add_argument("--polars-threads", type=int, help="POLARS_MAX_THREADS for every process")
@@ -203,9 +208,12 @@ def main(argv: list[str] | None = None) -> int:
         if "polars" in a.engines.split(","):
             _check(results[-len(a.engines.split(",")) :], a.out)
     body = {"docs": a.docs, "seed": a.seed, "ndjson_bytes": size, "as_of": AS_OF}
-    (a.out / f"results-spark-{a.docs}.json").write_text(json.dumps({**body, "results": results}))
+    a.results.mkdir(parents=True, exist_ok=True)
+    (a.results / f"results-spark-{a.docs}.json").write_text(
+        json.dumps({**body, "results": results})
+    )
     text = _markdown(a.docs, size, results)
-    (a.out / f"results-spark-{a.docs}.md").write_text(text)
+    (a.results / f"results-spark-{a.docs}.md").write_text(text)
     print(text)
     return 0
 

@@ -12,7 +12,7 @@ run inside that process) and writes its rows to ``DIR``:
 
 The parent then checks that both give the same rows: every count equal,
 every rate and interval within 1e-9. Prints a Markdown table and writes
-``results-sql-scale-<runs>.json`` beside this file.
+``results-sql-scale-<runs>.json`` into ``--results`` (default: ``benchmarks/results/``).
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from typing import Any
 import orjson
 import polars as pl
 
+from benchmarks import RESULTS
 from benchmarks.child import run_child
 
-HERE = Path(__file__).parent
 AS_OF = "2026-12-01T00:00:00Z"
 SIDES = ("engine", "sql")
 
@@ -100,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rules", type=Path, required=True)
     p.add_argument("--label", default="team")
     p.add_argument("--work", type=Path, required=True)
+    p.add_argument("--results", type=Path, default=RESULTS, help="folder for the .json")
     a = p.parse_args(args)
     a.work.mkdir(parents=True, exist_ok=True)
     import ocp_analytics as oa
@@ -114,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     results["differences"] = same_rows(engine, sql)
     results["ratio_time"] = results["sql"]["seconds"] / results["engine"]["seconds"]
     results["ratio_memory"] = results["sql"]["peak_rss_mb"] / results["engine"]["peak_rss_mb"]
-    (HERE / f"results-sql-scale-{runs}.json").write_bytes(
+    a.results.mkdir(parents=True, exist_ok=True)
+    (a.results / f"results-sql-scale-{runs}.json").write_bytes(
         orjson.dumps(results, option=orjson.OPT_INDENT_2)
     )
     print(markdown(results))

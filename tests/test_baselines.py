@@ -39,8 +39,8 @@ def test_baselines_smoke(tmp_path: Path) -> None:
     assert figures["polars_handwritten"]["rows"] == figures["duckdb_handwritten"]["rows"] == 1200
 
     # an evaluation-only run counts the documents of the dataset it reads
-    assert b._runs_in_dataset(a.work) == 200
-    assert b._runs_in_dataset(tmp_path / "nowhere") == 0
+    assert b.runs_in_dataset(a.work) == 200
+    assert b.runs_in_dataset(tmp_path / "nowhere") == 0
 
     fresh = b.run_figure("polars_decode", a)  # the script's own path: a child process
     assert fresh["rows"] == 200
