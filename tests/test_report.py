@@ -23,12 +23,13 @@ import ocp_analytics as oa
 from benchmarks.generate import write_ndjson, write_rules
 from ocp_analytics.engine.rates import format_rate
 from ocp_analytics.exceptions import MissingExtraError
+from ocp_analytics.reporting.figures import FIGURES
+from ocp_analytics.reporting.page import ReportFiles
 
 pytest.importorskip("altair")
 pytest.importorskip("vl_convert")
 
 AS_OF = "2026-12-01T00:00:00Z"
-report_module = importlib.import_module("ocp_analytics.reporting.page")
 
 
 def _data(folder: Path, name: str) -> dict[str, Any]:
@@ -54,24 +55,25 @@ def _same_rows(got: list[dict[str, Any]], frame: pl.DataFrame, cols: list[str]) 
             assert _close(got_value, value), f"{c}: page data {g[c]!r}, oa.rates {w[c]!r}"
 
 
+def fleet_report(
+    root: Path, runs: int, seed: int, **options: Any
+) -> tuple[Path, Path, ReportFiles]:
+    """``runs`` generated runs of eight teams, four alternative rules, and their report by team."""
+    write_ndjson(root / "docs", runs, seed=seed)
+    oa.ingest(root / "docs", root / "ds")
+    rules = write_rules(root / "rules.toml", 4, seed=seed)
+    files = oa.report(root / "ds", rules, by="label.team", as_of=AS_OF, **options)
+    return root / "ds", rules, files
+
+
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     """2,000 generated runs of eight teams, four alternative rules, and their report."""
     root = tmp_path_factory.mktemp("report")
-    write_ndjson(root / "docs", 2000, seed=5)
-    oa.ingest(root / "docs", root / "ds")
-    rules = write_rules(root / "rules.toml", 4, seed=5)
-    files = oa.report(
-        root / "ds",
-        rules,
-        by="label.team",
-        since="60d",
-        as_of=AS_OF,
-        out=root / "out" / "report.html",
-        data_out=root / "data",
-    )
-    assert files.html == root / "out" / "report.html"
-    return root / "ds", rules, root / "data"
+    out, data = root / "out" / "report.html", root / "data"
+    ds, rules, files = fleet_report(root, 2000, 5, since="60d", out=out, data_out=data)
+    assert files.html == out
+    return ds, rules, data
 
 
 RATE_COLS = ["rule", "runs", "accepted", "rejected", "unknown", "accept_rate", "ci_low", "ci_high"]
@@ -149,7 +151,7 @@ def test_attempts_and_flips_equal_the_api(fleet: tuple[Path, Path, Path]) -> Non
 def test_index_names_every_figure(fleet: tuple[Path, Path, Path]) -> None:
     _, _, data = fleet
     index = _data(data, "index")
-    assert set(index["figures"]) == set(report_module.FIGURES)
+    assert set(index["figures"]) == set(FIGURES)
     for entry in index["figures"].values():
         assert (data / entry["file"]).is_file()
 

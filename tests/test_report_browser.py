@@ -16,15 +16,13 @@ from typing import Any
 
 import pytest
 
-import ocp_analytics as oa
-from benchmarks.generate import write_ndjson, write_rules
+from tests.test_report import fleet_report
 
 pytest.importorskip("altair")
 webdriver = pytest.importorskip("selenium.webdriver")
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-AS_OF = "2026-12-01T00:00:00Z"
 CHARTS = {
     "headline",
     "rates_by_period",
@@ -53,18 +51,8 @@ def _artifacts() -> Path:
 def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A report over 3,000 generated runs of eight teams, the last 90 days by week."""
     root = tmp_path_factory.mktemp("browser")
-    write_ndjson(root / "docs", 3000, seed=3)
-    oa.ingest(root / "docs", root / "ds")
-    rules = write_rules(root / "rules.toml", 4, seed=3)
-    files = oa.report(
-        root / "ds",
-        rules,
-        by="label.team",
-        since="90d",
-        as_of=AS_OF,
-        out=root / "report.html",
-        title="Acceptance report: generated fleet",
-    )
+    title = "Acceptance report: generated fleet"
+    _, _, files = fleet_report(root, 3000, 3, since="90d", out=root / "report.html", title=title)
     return files.html
 
 

@@ -1,0 +1,268 @@
+"""The data behind every figure of the report, as DataFrames named like their data files.
+
+One pass of the package's evaluation loop over the runs of this window and
+the previous one, a slice of runs at a time, into the same sinks
+:func:`~ocp_analytics.rates`, :func:`~ocp_analytics.compare` and
+:func:`~ocp_analytics.attempts_distribution` use (so memory stays that of
+``rates`` and every number is theirs; ``tests/test_report.py`` holds them to
+those functions), plus the dataset's ``quarantine`` and ``findings``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from ocp_analytics.engine.evaluate import Sink
+from ocp_analytics.reporting.context import Context
+from ocp_analytics.schemas import OUTCOME_TIERS as TIERS
+from ocp_analytics.store.dataset import Dataset
+
+TOP_FLIPS = 10  # flips drawn and listed on the page (all are in the data)
+SAMPLES = 5  # sample rows per code in the data-quality tables
+NO_GROUP = "(none)"
+
+FIGURES = {
+    "headline": "per rule: runs, accept rate with 95 % Wilson interval, decided share, "
+    "provisional runs, the previous window's rate, the change and whether the intervals part",
+    "rates_by_period": "oa.rates(by=..., period=...): accept rate per period, group and rule",
+    "compare_matrix": "oa.compare matrix: a row per group; <rule>, <rule>__low, <rule>__high",
+    "rates_by_group": "the compare matrix as rows: group, rule, accept_rate, ci_low, ci_high",
+    "flips": "per ordered rule pair: runs accepted under rule_a, not rule_b; sample run ids",
+    "attempts_distribution": "accepted runs by the attempt at which they were accepted, per rule",
+    "tier_mix": "decided runs per rule and evidence tier, and their share",
+    "provisional": "accepted runs whose late-event window is still open, per period and rule",
+    "quarantine_by_code": "quarantined documents and event records by code (whole dataset)",
+    "quarantine_samples": f"the first {SAMPLES} quarantined records a code: file, line, reason",
+    "findings_by_code": "findings by code (whole dataset)",
+    "findings_samples": f"the first {SAMPLES} findings of each code: run, file, line, reason",
+}
+"""Every figure's data file, and what its rows are (written into the file and ``index.json``)."""
+
+
+def group_label(by: Sequence[str]) -> pl.Expr:
+    """One text column naming the group (``all`` without grouping).
+
+    Examples
+    --------
+    >>> df = pl.DataFrame({"team": ["a", None], "size": [1, 2]})
+    >>> df.select(group_label(["team", "size"]))["group"].to_list()
+    ['a / 1', '(none) / 2']
+    """
+    if not by:
+        return pl.lit("all").alias("group")
+    parts = [pl.col(c).cast(pl.String).fill_null(NO_GROUP) for c in by]
+    return pl.concat_str(parts, separator=" / ").alias("group")
+
+
+def top_flips(flips: pl.DataFrame) -> pl.DataFrame:
+    """The largest :data:`TOP_FLIPS` flips, those the page draws and lists."""
+    return flips.filter(pl.col("flips") > 0).head(TOP_FLIPS)
+
+
+def _provisional_share() -> pl.Expr:
+    """Provisional runs as a share of the accepted ones (none when nothing was accepted)."""
+    accepted = pl.col("accepted")
+    return pl.when(accepted > 0).then(pl.col("provisional") / accepted).alias("provisional_share")
+
+
+# --- one pass of the evaluation loop ------------------------------------------------
+
+
+class _Current:
+    """A sink that passes on the decisions of runs in the current window only (``_w``)."""
+
+    def __init__(self, sink: Sink) -> None:
+        self.sink = sink
+        self.columns: Sequence[str] = sink.columns
+
+    def add(self, decisions: pl.DataFrame) -> None:
+        self.sink.add(decisions.filter(pl.col("_w")))
+
+
+def _evaluate(ctx: Context) -> dict[str, pl.DataFrame]:
+    """One pass over the runs of this window and the previous one, a slice at a time.
+
+    The evaluation loop hands every slice's decisions to the same sinks the
+    public functions use, grouped as they group (``api._carry``): rates by
+    window (headline, attempts), by period and group (trend), by group
+    (matrix) and the flips, so each number is the one those functions give.
+    """
+    from ocp_analytics.api import _carry, _empty
+    from ocp_analytics.engine.evaluate import run
+    from ocp_analytics.engine.rates import FlipPartials, RatePartials
+    from ocp_analytics.engine.timeaxis import run_time
+
+    names, keys, carry = _carry(ctx.by, ctx.period)  # keys: the period's, then the groups'
+    head, trend = RatePartials(["_w"], None), RatePartials(keys, None)
+    by_group, flips = RatePartials(keys[1:], None), FlipPartials(ctx.names, ctx.sample)
+    since = ctx.since
+    current = pl.lit(True) if since is None else run_time() >= pl.lit(since).dt.cast_time_unit("us")
+
+    def carry_all(schema: pl.Schema) -> list[pl.Expr]:
+        return [current.alias("_w"), *carry(schema), pl.col("doc_id").alias(flips.doc)]
+
+    sinks: list[Sink] = [head, _Current(trend), _Current(by_group), _Current(flips)]
+    previous = ctx.previous()
+    lo = previous[0] if previous else since
+    run(ctx.dataset, ctx.rules, ctx.as_of, sinks, since=lo, until=ctx.until, carry=carry_all)
+    empty = _empty(["_w", *keys], {"_w": pl.Boolean(), keys[0]: pl.Datetime("us", "UTC")})
+
+    def frame(lazy: pl.LazyFrame) -> pl.DataFrame:
+        return lazy.rename(dict(zip(keys, names, strict=True)), strict=False).collect()
+
+    window = frame(head.rates(empty))
+    return {
+        "current": window.filter(pl.col("_w")).drop("_w"),
+        "previous": window.filter(~pl.col("_w")).drop("_w"),
+        "trend": frame(trend.rates(empty)),
+        "by_group": frame(by_group.rates(empty)),
+        "attempts": frame(head.distribution(empty)).filter(pl.col("_w")).drop("_w"),
+        "flips": flips.flips().collect(),
+    }
+
+
+# --- the figures from the pass ------------------------------------------------------
+
+
+def _headline(names: Sequence[str], cur: pl.DataFrame, prev: pl.DataFrame) -> pl.DataFrame:
+    """Per rule: this window, the previous one, the change and whether intervals part."""
+    base = pl.DataFrame({"rule": list(names)}, schema={"rule": pl.String})
+    keep = ["rule", "runs", "accepted", "rejected", "unknown", "accept_rate", "ci_low", "ci_high"]
+    keep += ["decided_share", "provisional", *(f"tier_{t}" for t in TIERS)]
+    out = base.join(cur.select(keep), on="rule", how="left")
+    prev_cols = ["runs", "accept_rate", "ci_low", "ci_high"]
+    prev = prev.select("rule", *prev_cols).rename({c: f"prev_{c}" for c in prev_cols})
+    out = out.join(prev, on="rule", how="left")
+    counts = ["runs", "accepted", "rejected", "unknown", "provisional", "prev_runs"]
+    counts += [f"tier_{t}" for t in TIERS]
+    apart = (pl.col("ci_low") > pl.col("prev_ci_high")) | (
+        pl.col("ci_high") < pl.col("prev_ci_low")
+    )
+    change = pl.col("accept_rate") - pl.col("prev_accept_rate")
+    return out.with_columns(pl.col(counts).cast(pl.Int64).fill_null(0)).with_columns(
+        _provisional_share(),
+        change.alias("change"),
+        apart.fill_null(False).alias("significant"),
+        pl.when(apart.fill_null(False))
+        .then(pl.when(change > 0).then(pl.lit("up")).otherwise(pl.lit("down")))
+        .alias("direction"),
+    )
+
+
+def _matrix(long: pl.DataFrame, by: Sequence[str], names: Sequence[str]) -> pl.DataFrame:
+    """Rates by group as the compare matrix: a row per group; ``<rule>``, ``__low``, ``__high``."""
+    keys = list(by) or ["_all"]
+    if not by:
+        long = long.with_columns(pl.lit("all").alias("_all"))
+    matrix = long.pivot(
+        on="rule",
+        on_columns=list(names),
+        index=keys,
+        values=["accept_rate", "ci_low", "ci_high"],
+        aggregate_function="first",
+    )
+    ren: dict[str, str] = {}
+    for n in names:
+        ren |= {f"accept_rate_{n}": n, f"ci_low_{n}": f"{n}__low", f"ci_high_{n}": f"{n}__high"}
+    matrix = matrix.rename({k: v for k, v in ren.items() if k in matrix.columns})
+    ordered = [c for n in names for c in (n, f"{n}__low", f"{n}__high") if c in matrix.columns]
+    return matrix.select(*keys, *ordered)
+
+
+def _matrix_long(matrix: pl.DataFrame, by: Sequence[str], names: Sequence[str]) -> pl.DataFrame:
+    """The compare matrix as rows ``group, rule, accept_rate, ci_low, ci_high``."""
+    keys = list(by) or ["_all"]
+    present = [n for n in names if n in matrix.columns]
+    parts = [
+        matrix.select(
+            *keys,
+            pl.lit(n).alias("rule"),
+            pl.col(n).cast(pl.Float64).alias("accept_rate"),
+            pl.col(f"{n}__low").cast(pl.Float64).alias("ci_low"),
+            pl.col(f"{n}__high").cast(pl.Float64).alias("ci_high"),
+        )
+        for n in present
+    ]
+    schema: dict[str, pl.DataType] = {"group": pl.String(), "rule": pl.String()}
+    schema |= dict.fromkeys(("accept_rate", "ci_low", "ci_high"), pl.Float64())
+    if not parts:
+        return pl.DataFrame(schema=schema)
+    long = pl.concat(parts)
+    return long.select(group_label(by), pl.all().exclude(keys)).cast(schema)  # type: ignore[arg-type]
+
+
+def _flips(flips: pl.DataFrame) -> pl.DataFrame:
+    """Flips with their share of the runs compared, largest first."""
+    share = pl.col("flips") / pl.col("runs_compared")
+    return flips.with_columns(
+        pl.when(pl.col("runs_compared") > 0).then(share).alias("flip_share")
+    ).sort(["flips", "rule_a", "rule_b"], descending=[True, False, False])
+
+
+def _tier_mix(head: pl.DataFrame) -> pl.DataFrame:
+    """Decided runs per rule and evidence tier, with their share of the decided runs."""
+    long = head.select("rule", *(pl.col(f"tier_{t}").alias(t) for t in TIERS)).unpivot(
+        index="rule", variable_name="tier", value_name="runs"
+    )
+    total = pl.col("runs").sum().over("rule")
+    return long.with_columns(pl.when(total > 0).then(pl.col("runs") / total).alias("share")).sort(
+        "rule", pl.col("tier").replace_strict({t: i for i, t in enumerate(TIERS)})
+    )
+
+
+def _provisional(trend: pl.DataFrame) -> pl.DataFrame:
+    """Accepted runs whose window is still open, per period and rule (groups added up)."""
+    if "period" not in trend.columns or trend.is_empty():
+        return pl.DataFrame(
+            schema={
+                "period": pl.Datetime("us", "UTC"),
+                "rule": pl.String,
+                "accepted": pl.Int64,
+                "provisional": pl.Int64,
+                "provisional_share": pl.Float64,
+            }
+        )
+    summed = trend.group_by("period", "rule").agg(pl.col("accepted", "provisional").sum())
+    return summed.with_columns(_provisional_share()).sort("period", "rule")
+
+
+def _quality(ds: Dataset) -> dict[str, pl.DataFrame]:
+    """Quarantined documents and findings by code, and samples of each (file, line, reason)."""
+    out = {}
+    for name in ("quarantine", "findings"):
+        table: pl.LazyFrame = ds[name]
+        counts = table.group_by("code").agg(pl.len().cast(pl.Int64).alias("count"))
+        cols = ["code", "source_path", "source_line", "message", "json_path"]
+        if name == "findings":
+            cols.insert(1, "run_id")
+        samples = (
+            table.select(cols)
+            .sort("code", "source_path", "source_line", nulls_last=True)
+            .filter(pl.int_range(pl.len()).over("code") < SAMPLES)
+        )
+        c, s = pl.collect_all([counts.sort(["count", "code"], descending=[True, False]), samples])
+        out[f"{name}_by_code"], out[f"{name}_samples"] = c, s
+    return out
+
+
+def build_figures(ctx: Context) -> dict[str, pl.DataFrame]:
+    """Every figure of the page, as DataFrames named like their data files (:data:`FIGURES`)."""
+    from ocp_analytics.store.dataset import scan_dataset
+
+    ev = _evaluate(ctx)
+    head = _headline(ctx.names, ev["current"], ev["previous"])
+    matrix = _matrix(ev["by_group"], ctx.by, ctx.names)
+    ds = ctx.dataset if isinstance(ctx.dataset, Dataset) else scan_dataset(ctx.dataset)
+    return {
+        "headline": head,
+        "rates_by_period": ev["trend"],
+        "compare_matrix": matrix,
+        "rates_by_group": _matrix_long(matrix, ctx.by, ctx.names),
+        "flips": _flips(ev["flips"]),
+        "attempts_distribution": ev["attempts"],
+        "tier_mix": _tier_mix(head),
+        "provisional": _provisional(ev["trend"]),
+        **_quality(ds),
+    }

@@ -1,0 +1,221 @@
+"""The page: the jinja2 template ``templates/report.html.j2`` around the charts and tables.
+
+What the template is given is built here from the figures: the headline
+cards, the tables (cells as text: rates with their interval, shares, counts)
+and the notes on what a chart leaves out. The page holds no script.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, TypedDict
+
+import polars as pl
+
+from ocp_analytics.reporting.charts import MAX_ATTEMPTS, MAX_GROUPS, MAX_LINES, svg_charts
+from ocp_analytics.reporting.context import Context
+from ocp_analytics.reporting.figures import TOP_FLIPS, group_label, top_flips
+
+
+def _pct(v: Any, digits: int = 1) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    return f"{100 * v:.{digits}f}%"
+
+
+def _rate(row: dict[str, Any], prefix: str = "") -> str:
+    from ocp_analytics.engine.rates import format_rate
+
+    return format_rate(row[f"{prefix}accept_rate"], row[f"{prefix}ci_low"], row[f"{prefix}ci_high"])
+
+
+def _change(row: dict[str, Any]) -> str:
+    if row["change"] is None:
+        return "–"
+    text = f"{100 * row['change']:+.1f} pts"
+    if row["significant"]:
+        text += " ▲" if row["direction"] == "up" else " ▼"
+    return text
+
+
+def _headline_table(head: pl.DataFrame) -> dict[str, Any]:
+    columns = [
+        "rule",
+        "runs",
+        "accept rate [95 %]",
+        "decided",
+        "provisional",
+        "previous window",
+        "change",
+    ]
+    rows = []
+    for r in head.iter_rows(named=True):
+        flag = "up" if r["direction"] == "up" else "down" if r["direction"] == "down" else ""
+        rows.append(
+            {
+                "cells": [
+                    r["rule"],
+                    f"{r['runs']:,}",
+                    _rate(r),
+                    _pct(r["decided_share"]),
+                    f"{r['provisional']:,}",
+                    _rate(r, "prev_"),
+                    _change(r),
+                ],
+                "flag": flag,
+            }
+        )
+    return {"columns": columns, "rows": rows}
+
+
+def _table(frame: pl.DataFrame, columns: Sequence[str]) -> dict[str, Any]:
+    def cell(v: Any, c: str) -> str:
+        if v is None:
+            return "–"
+        if isinstance(v, list):
+            return ", ".join(map(str, v))
+        if isinstance(v, float):
+            return f"{v:.3f}"
+        if isinstance(v, int) and not isinstance(v, bool):
+            return str(v) if c == "source_line" else f"{v:,}"
+        return str(v)
+
+    rows = [
+        {"cells": [cell(r[c], c) for c in columns], "flag": ""} for r in frame.iter_rows(named=True)
+    ]
+    return {"columns": list(columns), "rows": rows}
+
+
+def _cards(head: pl.DataFrame, previous: bool) -> list[dict[str, str]]:
+    """The headline of the first rule (the recorded rules, by default)."""
+    if head.is_empty():
+        return []
+    r = head.row(0, named=True)
+    change = _change(r)
+    return [
+        {
+            "label": f"runs ({r['rule']})",
+            "value": f"{r['runs']:,}",
+            "note": f"previous window {r['prev_runs']:,}" if previous else "no previous window",
+        },
+        {
+            "label": "accept rate",
+            "value": _pct(r["accept_rate"]),
+            "note": "95 % interval "
+            + (_rate(r).split(" ", 1)[1] if r["accept_rate"] is not None else "–"),
+        },
+        {
+            "label": "decided share",
+            "value": _pct(r["decided_share"]),
+            "note": f"{r['accepted']:,} accepted, {r['rejected']:,} rejected, "
+            f"{r['unknown']:,} unknown",
+        },
+        {
+            "label": "change vs previous window",
+            "value": change,
+            "note": "intervals do not overlap"
+            if r["significant"]
+            else "intervals overlap (or no data)",
+            "flag": r["direction"] or "",
+        },
+    ]
+
+
+def _iso(t: datetime | None) -> str | None:
+    return None if t is None else t.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _window_text(ctx: Context) -> str:
+    if ctx.since is None and ctx.until is None:
+        return "all runs"
+    if ctx.until is None:
+        return f"since {_iso(ctx.since)}"
+    return f"{_iso(ctx.since) or 'the first run'} → {_iso(ctx.until)}"
+
+
+def _about(ctx: Context) -> dict[str, Any]:
+    """The page's header: the instant, this window and the previous one, the groups, the rules."""
+    prev = ctx.previous()
+    return {
+        "as_of": _iso(ctx.as_of),
+        "window": _window_text(ctx),
+        "previous": f"{_iso(prev[0])} → {_iso(prev[1])}"
+        if prev
+        else "none: the window has no start",
+        "period": ctx.period,
+        "by": ", ".join(ctx.by) or "nothing (all runs)",
+        "rules": ", ".join(ctx.names),
+    }
+
+
+def _notes(figs: dict[str, pl.DataFrame], ctx: Context) -> dict[str, Any]:
+    """What the charts leave out (every figure's data has it all): groups, rules, attempts."""
+    groups = figs["rates_by_period"].select(group_label(ctx.by)).n_unique() if ctx.by else 0
+    max_k = figs["attempts_distribution"].get_column("attempts_to_acceptance").max()
+    names = ctx.names
+    return {
+        "trend_note": f"The {MAX_GROUPS} groups with most runs are drawn; all are in the data."
+        if groups > MAX_GROUPS
+        else "",
+        "lines_note": f"Lines are drawn for the first {MAX_LINES} of the {len(names)} rules "
+        f"({', '.join(names[:MAX_LINES])}); every rule is in the data."
+        if len(names) > MAX_LINES
+        else "",
+        "attempts_cut": MAX_ATTEMPTS if isinstance(max_k, int) and max_k > MAX_ATTEMPTS else None,
+    }
+
+
+def _tables(figs: dict[str, pl.DataFrame]) -> dict[str, Any]:
+    """The page's tables: the headline, the largest flips and the data-quality samples."""
+    flips = top_flips(figs["flips"])
+    quarantine = ["code", "source_path", "source_line", "message"]
+    findings = ["code", "run_id", "source_path", "source_line", "message"]
+    return {
+        "headline": _headline_table(figs["headline"]),
+        "top_flips": TOP_FLIPS,
+        "flips": _table(flips, ["rule_a", "rule_b", "runs_compared", "flips", "sample_run_ids"]),
+        "quarantine": _table(figs["quarantine_samples"], quarantine),
+        "findings": _table(figs["findings_samples"], findings),
+    }
+
+
+class PageMeta(TypedDict):
+    """What the page says of its files: its title, the dataset, the data folder and format."""
+
+    title: str
+    dataset: str
+    data_dir: str
+    data_format: str
+
+
+def render_html(
+    figs: dict[str, pl.DataFrame], ctx: Context, links: dict[str, str], meta: PageMeta
+) -> str:
+    """The page: jinja2 template ``report.html.j2`` around the SVG charts and tables.
+
+    ``links`` names each figure's data file, relative to the page.
+    """
+    import jinja2
+
+    from ocp_analytics._version import __version__
+
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("ocp_analytics.reporting", "templates"),
+        autoescape=jinja2.select_autoescape(["html", "j2"]),
+        undefined=jinja2.StrictUndefined,
+    )
+    head = figs["headline"]
+    return env.get_template("report.html.j2").render(
+        **meta,
+        version=__version__,
+        generated=_iso(datetime.now(UTC).replace(microsecond=0)),
+        **_about(ctx),
+        cards=_cards(head, ctx.previous() is not None),
+        no_runs=int(head["runs"].sum()) == 0,
+        charts=svg_charts(figs, ctx.by),
+        **_notes(figs, ctx),
+        **_tables(figs),
+        links=links,
+    )
