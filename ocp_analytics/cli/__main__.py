@@ -1,5 +1,5 @@
 """``python -m ocp_analytics.cli``: the same as the ``ocp-analytics`` command."""
 
-from ocp_analytics.cli.app import main
+from ocp_analytics.cli import main
 
 main()

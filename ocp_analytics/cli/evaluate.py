@@ -1,0 +1,311 @@
+"""``accept``, ``rates`` and ``compare``: the evaluation commands.
+
+Each reads its options (``cli.options``), runs the API on this process or
+``ocp_analytics.spark`` on a cluster (``--engine``), and writes the result
+(``cli.output``); warnings of the API come out as ``warning: …`` lines.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import polars as pl
+import typer
+
+from ocp_analytics.cli.options import (
+    AsOfOpt,
+    ByOpt,
+    DatasetArg,
+    Engine,
+    EngineOpt,
+    Format,
+    FormatOpt,
+    OutOpt,
+    Period,
+    RuleOpt,
+    RulesOpt,
+    SinceOpt,
+    SparkConfOpt,
+    SparkMasterOpt,
+    Tier,
+    UntilOpt,
+    as_of_arg,
+    output_format,
+    rules_arg,
+    spark_session,
+)
+from ocp_analytics.cli.output import (
+    deliver,
+    emit,
+    json_text,
+    matrix_table,
+    rates_table,
+    render,
+    warnings_as_lines,
+)
+from ocp_analytics.exceptions import OcpAnalyticsError, hint
+
+if TYPE_CHECKING:
+    from ocp_analytics.model.rules import Rule
+
+
+def accept(
+    dataset: DatasetArg,
+    rules: RulesOpt = None,
+    rule: RuleOpt = None,
+    as_of: AsOfOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    out: OutOpt = None,
+    format: FormatOpt = None,
+    recorded: Annotated[bool, typer.Option(help="Include each run's recorded rule.")] = True,
+    late_only: Annotated[
+        bool,
+        typer.Option(
+            "--late-only",
+            help="Only rows a late event turned to rejected (reason late:NAME, no failing part).",
+        ),
+    ] = False,
+    engine: EngineOpt = Engine.polars,
+    spark_master: SparkMasterOpt = None,
+    spark_conf: SparkConfOpt = None,
+) -> None:
+    """Per-run acceptance under each run's own rule and alternative rules.
+
+    One row per (run, rule): outcome, reasons, tier, q, the attempt at
+    acceptance, window_open and as_of. The rule named recorded is each run's
+    own rule. Written as Parquet, runs are evaluated a slice at a time, so
+    memory stays bounded on datasets of any size (rows then come slice by
+    slice and rule by rule; other formats are sorted by run_id and rule).
+
+    \b
+    Examples:
+      ocp-analytics accept runs.dataset
+      ocp-analytics accept runs.dataset --rule tests+review --rule 'runtime_s<=3600'
+      ocp-analytics accept runs.dataset --rules team-bars.toml -o acceptance.parquet
+      ocp-analytics accept runs.dataset --as-of 2026-12-01T00:00:00Z -f csv -o acc.csv
+      ocp-analytics accept runs.dataset --since 7d -o last-week.csv
+      ocp-analytics accept runs.dataset --late-only   # accepted yesterday, reverted today
+      ocp-analytics accept runs.dataset --engine spark -o acceptance.parquet  # a folder of parts
+    """
+    fmt = output_format(format, out)
+    when = as_of_arg(as_of)
+    alt = rules_arg(rules, rule)
+    window: dict[str, Any] = {"recorded": recorded, "since": since, "until": until}
+    if engine is Engine.polars:
+        _accept_polars(dataset, alt, when, {**window, "late_only": late_only}, fmt, out)
+        return
+    if late_only:
+        raise OcpAnalyticsError(
+            hint(
+                "--late-only is not available with --engine spark yet.",
+                "run it with --engine polars (the default).",
+            )
+        )
+    _accept_spark(dataset, alt, when, window, fmt, out, spark_master, spark_conf)
+
+
+def _accept_polars(
+    dataset: str,
+    alt: list[Rule | str],
+    when: datetime,
+    window: dict[str, Any],
+    fmt: Format,
+    out: Path | None,
+) -> None:
+    """``accept`` in this process: Parquet written a slice at a time, else sorted rows."""
+    from ocp_analytics.api import acceptance, write_acceptance
+
+    with warnings_as_lines():
+        if fmt is Format.parquet and out is not None:
+            rows = write_acceptance(dataset, out, alt, as_of=when, **window)
+            typer.echo(f"wrote {rows:,} rows to {out} (as_of {when.isoformat()})", err=True)
+            return
+        frame = acceptance(dataset, alt, as_of=when, **window).sort("run_id", "rule").collect()
+    emit(frame, fmt, out, when)
+
+
+def _accept_spark(
+    dataset: str,
+    alt: list[Rule | str],
+    when: datetime,
+    window: dict[str, Any],
+    fmt: Format,
+    out: Path | None,
+    master: str | None,
+    conf: list[str] | None,
+) -> None:
+    """``accept --engine spark``: Parquet as a folder of parts written by the tasks."""
+    from ocp_analytics import spark
+
+    with spark_session(master, conf) as session, warnings_as_lines():
+        if fmt is Format.parquet and out is not None:
+            rows = spark.write_acceptance(session, dataset, out, alt, when, **window)
+            typer.echo(
+                f"wrote {rows:,} rows to the folder {out} (as_of {when.isoformat()})", err=True
+            )
+            return
+        frame = spark.to_polars(spark.acceptance(session, dataset, alt, when, **window))
+    emit(frame.sort("run_id", "rule"), fmt, out, when)
+
+
+def rates(
+    dataset: DatasetArg,
+    rules: RulesOpt = None,
+    rule: RuleOpt = None,
+    by: ByOpt = None,
+    min_tier: Annotated[
+        Tier | None,
+        typer.Option("--min-tier", help="Count only outcomes at least this strong as decided."),
+    ] = None,
+    as_of: AsOfOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    period: Annotated[
+        Period | None,
+        typer.Option(
+            "--period", help="Rates per UTC day, week (from Monday) or month (a column period)."
+        ),
+    ] = None,
+    out: OutOpt = None,
+    format: FormatOpt = None,
+    engine: EngineOpt = Engine.polars,
+    spark_master: SparkMasterOpt = None,
+    spark_conf: SparkConfOpt = None,
+) -> None:
+    """Acceptance rates per group and rule, with 95 % Wilson intervals.
+
+    accept_rate = accepted / (accepted + rejected): runs whose outcome is
+    unknown are left out, so read it with decided_share. The table shows both
+    in one cell, e.g. '100% [78.5–100] of 14/31 decided' (14 of 31 runs
+    decided); csv, json and parquet keep accept_rate, ci_low, ci_high and
+    decided_share as numbers.
+
+    \b
+    Examples:
+      ocp-analytics rates runs.dataset
+      ocp-analytics rates runs.dataset --rules team-bars.toml --by label.team --by task_type
+      ocp-analytics rates runs.dataset --min-tier verified        # verified-only rate
+      ocp-analytics rates runs.dataset --rule tests+review -o rates.csv
+      ocp-analytics rates runs.dataset --since 30d --period week --by label.team
+    """
+    from ocp_analytics.api import rates as run_rates
+
+    fmt = output_format(format, out)
+    when = as_of_arg(as_of)
+    items = rules_arg(rules, rule)
+    kwargs: dict[str, Any] = {
+        "by": by or [],
+        "min_tier": None if min_tier is None else min_tier.value,
+        "as_of": when,
+        "since": since,
+        "until": until,
+        "period": None if period is None else period.value,
+    }
+    with warnings_as_lines():
+        if engine is Engine.spark:
+            from ocp_analytics import spark
+
+            with spark_session(spark_master, spark_conf) as session:
+                frame = spark.rates(session, dataset, items, **kwargs)
+        else:
+            frame = run_rates(dataset, items, **kwargs).collect()
+    emit(rates_table(frame) if fmt is Format.table else frame, fmt, out, when)
+
+
+def compare(
+    dataset: DatasetArg,
+    rules: RulesOpt = None,
+    rule: RuleOpt = None,
+    by: ByOpt = None,
+    as_of: AsOfOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    sample: Annotated[int, typer.Option(min=0, help="Run ids shown per flip (0 or more).")] = 5,
+    out: OutOpt = None,
+    format: FormatOpt = None,
+    engine: EngineOpt = Engine.polars,
+    spark_master: SparkMasterOpt = None,
+    spark_conf: SparkConfOpt = None,
+) -> None:
+    """Teams' bars side by side: rate matrix (group × rule) and flips per rule pair.
+
+    The matrix has one row per group and, per rule, the accept rate with its
+    95 % interval. Flips count, for every ordered pair of rules, the runs
+    accepted under rule_a but not under rule_b, with a sample of run ids.
+    JSON is one document {"as_of", "matrix", "flips"}; csv and parquet write
+    the matrix to --out and the flips beside it as FILE.flips.EXT.
+
+    \b
+    Examples:
+      ocp-analytics compare runs.dataset --rules team-bars.toml --by label.team
+      ocp-analytics compare runs.dataset --rule tests --rule tests+review -o cmp.json
+      ocp-analytics compare runs.dataset --rules a.toml --rules b.toml -f csv -o cmp.csv
+    """
+    from ocp_analytics.api import compare as run_compare
+
+    fmt = output_format(format, out)
+    when = as_of_arg(as_of)
+    items = rules_arg(rules, rule)
+    if not items:
+        raise OcpAnalyticsError(
+            hint("compare needs rules to compare.", "pass --rules FILE or --rule SHORT.")
+        )
+    kwargs: dict[str, Any] = {
+        "by": by or [],
+        "as_of": when,
+        "sample": sample,
+        "since": since,
+        "until": until,
+    }
+    with warnings_as_lines():
+        if engine is Engine.spark:
+            from ocp_analytics import spark
+
+            with spark_session(spark_master, spark_conf) as session:
+                matrix, flips = spark.compare(session, dataset, items, **kwargs)
+        else:
+            lazy_matrix, lazy_flips = run_compare(dataset, items, **kwargs)
+            matrix, flips = lazy_matrix.collect(), lazy_flips.collect()
+    _write_comparison(matrix, flips, fmt, out, when)
+
+
+def _write_comparison(
+    matrix: pl.DataFrame, flips: pl.DataFrame, fmt: Format, out: Path | None, when: datetime
+) -> None:
+    """``compare``'s result: one text or JSON document, or the matrix and its flips file."""
+    if fmt is Format.table:
+        text = "\n".join(
+            [
+                "accept rate [95% interval] by group and rule",
+                render(matrix_table(matrix), fmt, None),
+                "",
+                "flips: runs accepted under rule_a but not under rule_b",
+                render(flips, fmt, when),
+            ]
+        )
+        deliver(text, out)
+    elif fmt is Format.json:
+        body = {"as_of": when.isoformat(), "matrix": matrix.to_dicts(), "flips": flips.to_dicts()}
+        deliver(json_text(body), out)
+    else:
+        emit(matrix, fmt, out, when)
+        if out is None:
+            typer.echo("")
+        emit(flips, fmt, None if out is None else _flips_path(out), when)
+        return
+    if out is not None:
+        typer.echo(f"wrote {out}", err=True)
+
+
+def _flips_path(out: Path) -> Path:
+    """Where csv and parquet ``compare`` put the flips: ``FILE.flips.EXT`` beside ``--out``.
+
+    Examples
+    --------
+    >>> _flips_path(Path("out/cmp.csv")).as_posix()
+    'out/cmp.flips.csv'
+    """
+    return out.with_name(out.stem + ".flips" + out.suffix)

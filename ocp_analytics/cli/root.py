@@ -1,0 +1,103 @@
+"""The root of the command: the typer ``app``, ``--version``, exit codes, ``main``.
+
+The commands are plain functions in their modules; they raise the package's
+errors and this module turns them into exit codes. They are registered on
+``app`` here, in the order ``ocp-analytics --help`` lists them.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Annotated, ParamSpec
+
+import typer
+
+from ocp_analytics.cli import evaluate, ingest, report, sql
+from ocp_analytics.exceptions import OcpAnalyticsError, StrictIngestError
+
+app = typer.Typer(
+    name="ocp-analytics",
+    help=(
+        "Columnar analytics for OCP run documents: ingest, acceptance, rates, SQL.\n\n"
+        "\b\n"
+        "Start with:\n"
+        "  ocp-analytics ingest runs/ --out runs.dataset\n"
+        "  ocp-analytics rates runs.dataset --rule tests+review\n"
+        "  ocp-analytics COMMAND --help"
+    ),
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    # plain click help and errors: `\b` paragraphs keep their line breaks,
+    # and a usage error is three plain lines, not a box
+    rich_markup_mode=None,
+)
+
+# exit codes; 2 (wrong usage) is click's own
+EXIT_ERROR = 1
+EXIT_QUARANTINED = 3
+
+P = ParamSpec("P")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        from ocp_analytics._version import __version__
+
+        try:
+            number = version("ocp-analytics")
+        except PackageNotFoundError:  # pragma: no cover - run from a bare source tree
+            number = __version__
+        typer.echo(f"ocp-analytics {number}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Columnar analytics for OCP run documents."""
+
+
+def exits(command: Callable[P, None]) -> Callable[P, None]:
+    """``command`` with the package's errors as ``error: …`` on standard error and an exit code.
+
+    ``--strict`` finding quarantined records exits 3, any other error of the
+    package 1 (its message says what was wrong and how to fix it). Other
+    exceptions are bugs and keep their traceback.
+    """
+
+    @functools.wraps(command)
+    def run(*args: P.args, **kwargs: P.kwargs) -> None:
+        try:
+            command(*args, **kwargs)
+        except OcpAnalyticsError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            code = EXIT_QUARANTINED if isinstance(exc, StrictIngestError) else EXIT_ERROR
+            raise typer.Exit(code) from exc
+
+    return run
+
+
+# the order of `ocp-analytics --help`
+app.command()(exits(ingest.ingest))
+app.command("ingest-events")(exits(ingest.ingest_events))
+app.command()(exits(evaluate.accept))
+app.command()(exits(evaluate.rates))
+app.command()(exits(evaluate.compare))
+app.command()(exits(report.report))
+app.command("unmatched-events")(exits(ingest.unmatched_events))
+app.command()(exits(sql.sql))
+
+
+def main() -> None:
+    """Entry point of the console script."""
+    app()
