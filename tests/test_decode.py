@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from ocp_analytics.ingestion.decode import Finding, Rejected, decode_texts, sanitize
+from ocp_analytics.ingestion.decode import decode_texts
+from ocp_analytics.ingestion.sanitize import Finding, Rejected, sanitize
 
 RUN = '{"ocp": "0.3", "run": {"id": "r1", "title": %s}, "nodes": [{"note": %s}]}'
 

@@ -560,7 +560,7 @@ _TIMESTAMPS = [
 
 @pytest.mark.parametrize("text", _TIMESTAMPS)
 def test_parse_timestamp_reads_what_the_reference_reads(text: str | None) -> None:
-    from ocp_analytics.ingestion.tables import parse_timestamp
+    from ocp_analytics.ingestion.timestamps import parse_timestamp
     from tests.reference import parse_ts
 
     got = pl.LazyFrame({"t": [text]}, schema={"t": pl.String})
@@ -596,7 +596,7 @@ def _timestamp_texts(draw: st.DrawFn) -> str:
 @given(st.lists(_timestamp_texts(), min_size=1, max_size=40))
 def test_parse_timestamp_is_the_reference_on_generated_texts(texts: list[str]) -> None:
     """Vectorized, so checked in batches: every text reads as the reference reads it."""
-    from ocp_analytics.ingestion.tables import parse_timestamp, with_timestamps
+    from ocp_analytics.ingestion.timestamps import parse_timestamp, with_timestamps
     from tests.reference import parse_ts
 
     frame = pl.LazyFrame({"t": texts}, schema={"t": pl.String})
@@ -654,18 +654,18 @@ def test_member_texts_are_read_once_and_kept_within_a_limit(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Distinct labels/rule texts are read in Python once, however many chunks repeat them."""
-    from ocp_analytics.ingestion import tables
+    from ocp_analytics.ingestion import members
 
     reads: list[str] = []
-    real = tables._load_member
+    real = members._load_member
 
     def counting(text: str | None) -> object:
         reads.append(str(text))
         return real(text)
 
-    monkeypatch.setattr(tables, "_load_member", counting)
-    dtypes = {"labels": tables._LABELS_DTYPE, "labels_problems": tables._PROBLEMS_DTYPE}
-    texts = tables._MemberTexts("labels_json", tables._labels_of, dtypes, limit=3)
+    monkeypatch.setattr(members, "_load_member", counting)
+    dtypes = {"labels": members._LABELS_DTYPE, "labels_problems": members._PROBLEMS_DTYPE}
+    texts = members._MemberTexts("labels_json", members._labels_of, dtypes, limit=3)
     first = texts.read(pl.Series(['{"t":"a"}', '{"t":"a"}', None, "{cut", '{"n":1}']))
     assert sorted(reads) == sorted(['{"t":"a"}', "{cut", '{"n":1}'])
     first = first.sort("labels_json")

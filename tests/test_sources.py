@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from ocp_analytics.ingestion import sources
-from ocp_analytics.ingestion.sources import STDIN, ReadProblem, Source, find_sources, read_chunks
+from ocp_analytics.ingestion import read
+from ocp_analytics.ingestion.chunks import read_chunks
+from ocp_analytics.ingestion.read import ReadProblem
+from ocp_analytics.ingestion.sources import STDIN, Source, find_sources
 
 DOC = '{"ocp": "0.3", "run": {"id": "r%d"}}'
 
@@ -47,7 +49,7 @@ def test_issue9_crlf_split_across_read_blocks_keeps_line_numbers(
     text = "\r\n".join(_docs(1, 2, 3, 4)) + "\r\n"
     f = tmp_path / "a.ndjson"
     f.write_bytes(text.encode())
-    monkeypatch.setattr(sources, "BLOCK", len(DOC % 1) + 1)  # a block ends between CR and LF
+    monkeypatch.setattr(read, "BLOCK", len(DOC % 1) + 1)  # a block ends between CR and LF
     got, _ = _read(f)
     assert [line for _, line, _, _ in got] == [1, 2, 3, 4]
     assert [t for t, *_ in got] == _docs(1, 2, 3, 4)

@@ -5,26 +5,14 @@ Bad input never aborts a batch and never vanishes: it lands in
 and the summary reconciles: documents read = runs (new, replaced, unchanged,
 outranked) + quarantined.
 
-Which version of a run is current
----------------------------------
-A run id read again in a *later* ingest batch replaces the earlier version
-(re-ingest is an update). Within *one* batch, when several documents carry
-the same run id, the current version is decided by their content, never by
-file names or read order:
+Which version of a run is current, when a run id is read more than once, is
+the rule of ``versions.py``. Re-ingest is keyed on a source's content and
+resolved path: a file already ingested with the same bytes is skipped however
+its path is spelled.
 
-1. the latest ``run.ended_at`` wins (a missing or unreadable one loses to
-   any time);
-2. on a tie, the latest ``observed_at`` among the run's signals wins (a
-   re-emitted document with a late event appended is the newer one);
-3. on a tie, the larger ``doc_sha256`` wins (compared on its first 15 hex
-   digits; identical content is simply ``unchanged``).
-
-A version that loses is *outranked*: it is not written when it is read after
-the winner, or stays as a superseded version when it was read before it.
-Either way a ``duplicate_run`` finding on the current version names it.
-
-Re-ingest is keyed on a source's content and resolved path: a file already
-ingested with the same bytes is skipped however its path is spelled.
+The batch loop (:class:`_Ingest`) reads chunks on the calling thread, has
+workers decode and flatten them, and classifies and writes them in read
+order; :func:`read_documents` runs the same decode and flattening in memory.
 """
 
 from __future__ import annotations
@@ -37,32 +25,36 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import polars as pl
 
 from ocp_analytics import schemas as S
-from ocp_analytics.exceptions import StrictIngestError, hint
+from ocp_analytics.ingestion.chunks import read_chunks
 from ocp_analytics.ingestion.decode import decode_texts
-from ocp_analytics.ingestion.sources import Digest, ReadProblem, Source, find_sources, read_chunks
-from ocp_analytics.ingestion.tables import ChunkMeta, ChunkTables, build_tables, quarantine_frame
+from ocp_analytics.ingestion.quarantine import quarantine_problems
+from ocp_analytics.ingestion.read import ReadProblem
+from ocp_analytics.ingestion.sources import Digest, Source, find_sources
+from ocp_analytics.ingestion.spans import ChunkMeta
+from ocp_analytics.ingestion.summary import SourceCounts, Summary, _counts
+from ocp_analytics.ingestion.tables import ChunkTables, build_tables
+from ocp_analytics.ingestion.versions import Versions, classify, ranked
 from ocp_analytics.store import dataset as D
 from ocp_analytics.store.storage import Store
 
-# Documents decoded and flattened at a time. Building a chunk's tables costs
-# about 30 ms of CPU whatever its size (polars plans and runs some 60 steps),
-# so larger chunks cost less a document but hold more in memory: at 2M
-# documents 20k chunks took 0.93x the time of 10k; 15k chunks now peak at
-# 0.68 GiB, and 20k took 0.996x their time with 115 MB more (see
-# benchmarks/RESULTS.md).
+# Documents decoded and flattened at a time. Building a chunk's tables has a
+# fixed cost whatever its size (polars plans and runs some 60 steps), so larger
+# chunks cost less a document but hold more in memory: this size keeps an
+# ingest within its memory bound (the figures: benchmarks/RESULTS.md, "15,000-
+# document chunks").
 CHUNK_DOCS = 15_000
 COMMIT_DOCS = 1_000_000
 # A Parquet part is written once this many runs are held: a full chunk's runs
 # make one part (a chunk has fewer runs than documents when some are
-# quarantined or skipped); parts of two 15k chunks held 0.93 GiB.
+# quarantined or skipped), so a part's memory is let go chunk by chunk.
 PART_RUNS = CHUNK_DOCS // 2
-# Threads building chunks. Measured at 200k documents: 1 worker and 20k-document
-# chunks 14.3k docs/s, 703 MB; 2 workers and 10k chunks 17.6k docs/s, 694 MB.
+# Threads building chunks: two keep both cores busy beside the calling thread;
+# a third adds memory, not speed (benchmarks/RESULTS.md).
 WORKERS = min(2, os.cpu_count() or 1)
 
 
@@ -86,42 +78,29 @@ class _Silent:
 
 
 @dataclass
-class SourceSummary:
+class SourceSummary(SourceCounts):
     """What one source contributed to an ingest."""
 
-    path: str
-    size: int
-    sha256: str
-    resolved: str = ""  # absolute resolved path: with sha256, the re-ingest key
+    COUNTS: ClassVar[tuple[str, ...]] = (
+        "documents",
+        "runs_new",
+        "runs_replaced",
+        "runs_unchanged",
+        "runs_outranked",
+        "quarantined",
+        "findings",
+    )
+
     documents: int = 0
     runs_new: int = 0
     runs_replaced: int = 0
     runs_unchanged: int = 0
     runs_outranked: int = 0  # lost to another version of the same batch; not written
-    quarantined: int = 0
     findings: int = 0
-    skipped: bool = False  # already ingested with the same content
-
-    def record(self) -> dict[str, Any]:
-        """The manifest entry of this source."""
-        keys = (
-            "path",
-            "resolved",
-            "size",
-            "sha256",
-            "documents",
-            "runs_new",
-            "runs_replaced",
-            "runs_unchanged",
-            "runs_outranked",
-            "quarantined",
-            "findings",
-        )
-        return {k: getattr(self, k) for k in keys}
 
 
 @dataclass
-class IngestSummary:
+class IngestSummary(Summary[SourceSummary]):
     """The reconciled outcome of one ingest.
 
     ``documents_read == runs_new + runs_replaced + runs_unchanged + runs_outranked +
@@ -129,33 +108,47 @@ class IngestSummary:
     always holds (:attr:`reconciles`).
     """
 
-    dataset: Store
-    sources: list[SourceSummary] = field(default_factory=list)
-    findings_by_code: Counter[str] = field(default_factory=Counter)
-    quarantine_by_code: Counter[str] = field(default_factory=Counter)
-    batches: list[str] = field(default_factory=list)
-    orphans_removed: int = 0
-    seconds: float = 0.0
+    READ: ClassVar[str] = "documents"
+    KEPT: ClassVar[tuple[str, ...]] = (
+        "runs_new",
+        "runs_replaced",
+        "runs_unchanged",
+        "runs_outranked",
+    )
+    UNIT: ClassVar[str] = "document(s)"
 
-    def _sum(self, key: str) -> int:
-        return sum(getattr(s, key) for s in self.sources)
+    findings_by_code: Counter[str] = field(default_factory=Counter)
+    batches: list[str] = field(default_factory=list)
 
     documents_read = property(lambda self: self._sum("documents"))
     runs_new = property(lambda self: self._sum("runs_new"))
     runs_replaced = property(lambda self: self._sum("runs_replaced"))
     runs_unchanged = property(lambda self: self._sum("runs_unchanged"))
     runs_outranked = property(lambda self: self._sum("runs_outranked"))
-    quarantined = property(lambda self: self._sum("quarantined"))
 
     @property
     def runs_written(self) -> int:
         """Readable run documents: new + replaced + unchanged + outranked."""
         return self.runs_new + self.runs_replaced + self.runs_unchanged + self.runs_outranked
 
-    @property
-    def reconciles(self) -> bool:
-        """Whether documents read = runs written + quarantined."""
-        return self.documents_read == self.runs_written + self.quarantined
+    def _reconciliation(self) -> str:
+        return (
+            f"documents read: {self.documents_read:,} = runs written {self.runs_written:,} "
+            f"(new {self.runs_new:,}, replaced {self.runs_replaced:,}, unchanged "
+            f"{self.runs_unchanged:,}"
+            + (f", outranked {self.runs_outranked:,}" if self.runs_outranked else "")
+            + f") + quarantined {self.quarantined:,}"
+        )
+
+    def _time(self) -> str:
+        rate = self.documents_read / self.seconds if self.seconds else 0.0
+        return f"time: {self.seconds:.2f} s ({rate:,.0f} documents/s)"
+
+    def _notes(self) -> list[str]:
+        return super()._notes() + self._by_code("findings by code", self.findings_by_code)
+
+    def _quarantine_note(self) -> str:
+        return f" ({_counts(self.quarantine_by_code)})"
 
     def __str__(self) -> str:
         if not self.sources:
@@ -164,30 +157,7 @@ class IngestSummary:
                 "sources: 0 (no document file found; nothing to do)\n"
                 f"time: {self.seconds:.2f} s"
             )
-        skipped = sum(s.skipped for s in self.sources)
-        rate = self.documents_read / self.seconds if self.seconds else 0.0
-        lines = [
-            f"dataset: {self.dataset}",
-            f"sources: {len(self.sources)} ({skipped} already ingested, skipped)",
-            f"documents read: {self.documents_read:,} = runs written {self.runs_written:,} "
-            f"(new {self.runs_new:,}, replaced {self.runs_replaced:,}, unchanged "
-            f"{self.runs_unchanged:,}"
-            + (f", outranked {self.runs_outranked:,}" if self.runs_outranked else "")
-            + f") + quarantined {self.quarantined:,}"
-            + ("" if self.reconciles else "  ** DOES NOT RECONCILE **"),
-            f"time: {self.seconds:.2f} s ({rate:,.0f} documents/s)",
-        ]
-        if self.quarantine_by_code:
-            lines.append("quarantined by code: " + _counts(self.quarantine_by_code))
-        if self.findings_by_code:
-            lines.append("findings by code: " + _counts(self.findings_by_code))
-        if self.orphans_removed:
-            lines.append(f"removed {self.orphans_removed} part(s) left by an interrupted ingest")
-        return "\n".join(lines)
-
-
-def _counts(c: Counter[str]) -> str:
-    return ", ".join(f"{k} {v:,}" for k, v in sorted(c.items()))
+        return super().__str__()
 
 
 class _Batch(D.BatchWriter):
@@ -195,179 +165,17 @@ class _Batch(D.BatchWriter):
 
     def __init__(self, root: Store, seq: int) -> None:
         super().__init__(root, seq)
-        self.versions = _Versions()
-
-
-_NO_TIME = -(2**63)
-_RANK = ("e", "o", "s")
-_RULE = "later run.ended_at, then later latest signal observed_at, then larger doc_sha256"
-
-
-def _ranked(tables: ChunkTables) -> pl.DataFrame:
-    """Each run of a chunk: its hashes and the rank of its version (built on a worker)."""
-    last_obs = tables["signals"].group_by("doc_id").agg(pl.col("observed_at").max().alias("o"))
-    r = (
-        tables["runs"]
-        .select("run_id", "doc_id", "doc_sha256", "ended_at", *_WHERE)
-        .join(last_obs, on="doc_id", how="left")
-        .select(
-            "run_id",
-            "doc_id",
-            "doc_sha256",
-            *_WHERE,
-            pl.col("run_id").hash().alias("k"),
-            pl.col("doc_sha256").hash().alias("h"),
-            pl.col("ended_at").dt.epoch("us").fill_null(_NO_TIME).alias("e"),
-            pl.col("o").dt.epoch("us").fill_null(_NO_TIME).alias("o"),
-            pl.col("doc_sha256").str.slice(0, 15).str.to_integer(base=16).alias("s"),
-        )
-        .sort("doc_id")
-    )
-    return r
-
-
-_WHERE = ("source_path", "source_line", "source_index")
-_VERSION_COLS = {"k": pl.UInt64, "cur": pl.Int64, "h": pl.UInt64, **dict.fromkeys(_RANK, pl.Int64)}
-
-
-class _Versions:
-    """The current version of every run id written in one batch, with its rank.
-
-    ``cur`` is its ``doc_id`` (-1: the dataset's version, read again unchanged).
-    Consulted only for runs that are already known or repeat within a chunk,
-    so a batch of new runs costs one append a chunk.
-    """
-
-    def __init__(self) -> None:
-        self.frames: list[pl.DataFrame] = []
-
-    def current(self, keys: pl.DataFrame) -> dict[int, tuple[tuple[int, ...], int, int]]:
-        """(rank, doc_id, hash) of the current version of each key seen in this batch."""
-        if not self.frames:
-            return {}
-        seen = (
-            pl.concat(self.frames)
-            .join(keys, on="k", how="semi")
-            .sort([*_RANK, "cur"])
-            .group_by("k", maintain_order=True)
-            .last()
-        )
-        return {r[0]: ((r[3], r[4], r[5]), r[1], r[2]) for r in seen.iter_rows()}
-
-    def add(self, frame: pl.DataFrame) -> None:
-        self.frames.append(frame.select(list(_VERSION_COLS)).cast(_VERSION_COLS))  # type: ignore[arg-type]
-
-
-def _classify(r: pl.DataFrame, versions: _Versions) -> tuple[pl.DataFrame, list[dict[str, Any]]]:
-    """Label each run new / replaced / unchanged / outranked (see the module docstring).
-
-    Returns the runs with ``status`` and ``cur`` (the current version's
-    ``doc_id`` after this one), and the ``duplicate_run`` findings.
-    """
-    kh, h = pl.col("kh"), pl.col("h")
-    status = (
-        pl.when(kh.is_null())
-        .then(pl.lit("new"))
-        .when(kh == h)
-        .then(pl.lit("unchanged"))
-        .otherwise(pl.lit("replaced"))
-    )
-    cur = pl.when(status == "unchanged").then(pl.lit(-1)).otherwise(pl.col("doc_id"))
-    r = r.with_columns(status.alias("status")).with_columns(cur.alias("cur"))
-    dup = r.get_column("k").is_duplicated()
-    keys = r.filter(kh.is_not_null() | dup).select("k").unique()
-    state = versions.current(keys) if keys.height else {}
-    compete = set(state) | set(r.filter(dup).get_column("k").to_list())
-    if not compete:
-        return r, []
-    return _compete(r, state, compete)
-
-
-def _compete(
-    r: pl.DataFrame, state: dict[int, tuple[tuple[int, ...], int, int]], compete: set[int]
-) -> tuple[pl.DataFrame, list[dict[str, Any]]]:
-    """The per-document slow path for run ids read more than once in a batch."""
-    statuses = r.get_column("status").to_list()
-    curs = r.get_column("cur").to_list()
-    findings: list[dict[str, Any]] = []
-    for i, row in enumerate(r.iter_rows(named=True)):
-        k = row["k"]
-        if k not in compete:
-            continue
-        rank = tuple(row[c] for c in _RANK)
-        have = state.get(k)
-        if have is None:
-            state[k] = (rank, curs[i], row["h"])
-            continue
-        best, best_doc, best_h = have
-        if row["h"] == best_h:
-            statuses[i], curs[i] = "unchanged", best_doc
-        elif rank > best:
-            statuses[i] = "replaced"
-            state[k] = (rank, row["doc_id"], row["h"])
-            other = f"doc_id {best_doc}" if best_doc >= 0 else "the dataset's version"
-            findings.append(
-                _duplicate(
-                    row,
-                    row["doc_id"],
-                    f"another document of this run in the same ingest ({other}) is outranked "
-                    f"by this one ({_RULE}); it stays only as a superseded version",
-                )
-            )
-        else:
-            statuses[i], curs[i] = "outranked", best_doc
-            if best_doc >= 0:
-                findings.append(
-                    _duplicate(
-                        row,
-                        best_doc,
-                        "the document of this run at this finding's source_path and line "
-                        f"(doc_sha256 {row['doc_sha256'][:16]}…) is outranked by the current "
-                        f"version ({_RULE}); it is not written",
-                    )
-                )
-    out = r.with_columns(
-        pl.Series("status", statuses, dtype=pl.String), pl.Series("cur", curs, dtype=pl.Int64)
-    )
-    return out, findings
-
-
-def _duplicate(row: dict[str, Any], doc_id: int, message: str) -> dict[str, Any]:
-    return {
-        "run_id": row["run_id"],
-        "doc_id": doc_id,
-        "code": "duplicate_run",
-        "json_path": "$.run.id",
-        "message": message,
-        **{c: row[c] for c in _WHERE},
-    }
-
-
-def _quarantine_problems(
-    problems: list[ReadProblem], source: Source, batch_id: str
-) -> pl.DataFrame:
-    meta = ChunkMeta(
-        source.path,
-        [p.head for p in problems],
-        [p.line for p in problems],
-        [None] * len(problems),
-    )
-    rows: list[tuple[int, str, str, str | None]] = [
-        (i, p.code, p.message, None) for i, p in enumerate(problems)
-    ]
-    return quarantine_frame(rows, meta, batch_id)
+        self.versions = Versions()
 
 
 _Task = tuple[ChunkMeta, frozenset[int], int, str]  # texts, cut positions, doc_id base, batch
-
-
-_Built = tuple[ChunkTables, pl.DataFrame]  # the tables, and their runs ranked (_ranked)
+_Built = tuple[ChunkTables, pl.DataFrame]  # the tables, and their runs ranked (versions.ranked)
 
 
 def _build(task: _Task) -> _Built:
     meta, cut, base, batch_id = task
     tables = build_tables(decode_texts(meta.texts, cut, raw=meta.raw), meta, base, batch_id)
-    return tables, _ranked(tables)
+    return tables, ranked(tables)
 
 
 class _Ingest:
@@ -476,7 +284,7 @@ class _Ingest:
     def write_problems(
         self, problems: list[ReadProblem], source: Source, batch: _Batch, summary: SourceSummary
     ) -> None:
-        q = _quarantine_problems(problems, source, batch.batch_id)
+        q = quarantine_problems(problems, source, batch.batch_id)
         batch.write({"quarantine": q}, PART_RUNS)
         summary.quarantined += q.height
         self.summary.quarantine_by_code.update(q.get_column("code").to_list())
@@ -488,9 +296,9 @@ class _Ingest:
         summary: SourceSummary,
         n_texts: int,
     ) -> None:
-        tables, ranked = built()
-        ranked = ranked.with_columns(self.known.lookup(ranked.get_column("k")))
-        status, dups = _classify(ranked, batch.versions)
+        tables, ranks = built()
+        ranks = ranks.with_columns(self.known.lookup(ranks.get_column("k")))
+        status, dups = classify(ranks, batch.versions)
         skip = status.filter(pl.col("status").is_in(["unchanged", "outranked"])).select("doc_id")
         frames = dict(tables.frames)
         if skip.height:
@@ -549,8 +357,8 @@ def ingest(
     dataset
         The dataset folder. A run id read more than once in one batch (the
         whole call, unless it reads more than ``commit_docs`` documents)
-        resolves by the rule in this module's docstring; a later batch
-        replaces an earlier one.
+        resolves by the rule of :mod:`~ocp_analytics.ingestion.versions`; a
+        later batch replaces an earlier one.
     strict
         Raise :class:`~ocp_analytics.exceptions.StrictIngestError` (after
         committing) when any document was quarantined.
@@ -579,21 +387,14 @@ def ingest(
     (7, 7, 0, True)
     """
     start = time.perf_counter()
-    specs = [sources] if isinstance(sources, str | Path) else list(sources)
-    found = find_sources(specs)
+    found = find_sources(sources)
     root = D.create(dataset)
     with D.locked(root):
         job = _Ingest(root, chunk_docs, commit_docs, workers, progress or _Silent())
         summary = job.run(found)
     summary.seconds = time.perf_counter() - start
-    if strict and summary.quarantined:
-        raise StrictIngestError(
-            hint(
-                f"{summary.quarantined} document(s) were quarantined "
-                f"({_counts(summary.quarantine_by_code)}).",
-                "inspect them with scan_dataset(path).quarantine; the rest was ingested.",
-            )
-        )
+    if strict:
+        summary.raise_if_quarantined()
     return summary
 
 

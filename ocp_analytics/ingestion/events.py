@@ -23,7 +23,7 @@ the same, and is quarantined as ``conflicting_event`` (naming where the
 stored one came from) when it differs. Acceptance judged yesterday is thus
 never rewritten by a re-sent record; a correction needs a new event id.
 
-Like :func:`~ocp_analytics.ingestion.batch`, a call is one batch, written atomically
+Like :func:`~ocp_analytics.ingestion.batch.ingest`, a call is one batch, written atomically
 (parts under temporary names, visible only when the batch's commit record
 is), a source already ingested with the same content is skipped, and every
 record read is either stored, ``unchanged``, or one quarantine row.
@@ -34,18 +34,22 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 import polars as pl
 
 from ocp_analytics import schemas as S
-from ocp_analytics.exceptions import StrictIngestError, hint
-from ocp_analytics.ingestion.decode import parse_json
-from ocp_analytics.ingestion.sources import ReadProblem, Source, find_sources, read_chunks
-from ocp_analytics.ingestion.tables import ChunkMeta, parse_timestamp, quarantine_frame
+from ocp_analytics.ingestion.chunks import read_chunks
+from ocp_analytics.ingestion.quarantine import QuarantineRow, quarantine_frame, quarantine_problems
+from ocp_analytics.ingestion.read import ReadProblem
+from ocp_analytics.ingestion.sanitize import parse_json
+from ocp_analytics.ingestion.sources import Source, find_sources
+from ocp_analytics.ingestion.spans import ChunkMeta
+from ocp_analytics.ingestion.summary import SourceCounts, Summary
+from ocp_analytics.ingestion.timestamps import parse_timestamp
 from ocp_analytics.model.links import COMMIT_KINDS
 from ocp_analytics.store import dataset as D
 from ocp_analytics.store.storage import Store
@@ -74,86 +78,54 @@ _SEEN = {"event_id": pl.String, "fp": pl.UInt64, "at_path": pl.String, "at_line"
 
 
 @dataclass
-class EventSourceSummary:
+class EventSourceSummary(SourceCounts):
     """What one source of event records contributed."""
 
-    path: str
-    size: int
-    sha256: str
-    resolved: str = ""
+    COUNTS: ClassVar[tuple[str, ...]] = (
+        "records",
+        "events_new",
+        "events_unchanged",
+        "quarantined",
+        "no_time",
+    )
+
     records: int = 0
     events_new: int = 0
     events_unchanged: int = 0  # same id and content already stored (or earlier here)
-    quarantined: int = 0
     no_time: int = 0  # stored with no readable observed_at
-    skipped: bool = False  # already ingested with the same content
-
-    def record(self) -> dict[str, Any]:
-        """The commit record entry of this source."""
-        keys = (
-            "path",
-            "resolved",
-            "size",
-            "sha256",
-            "records",
-            "events_new",
-            "events_unchanged",
-            "quarantined",
-            "no_time",
-        )
-        return {k: getattr(self, k) for k in keys}
 
 
 @dataclass
-class EventsSummary:
+class EventsSummary(Summary[EventSourceSummary]):
     """The reconciled outcome of one :func:`ingest_events` call.
 
     ``records_read == events_new + events_unchanged + quarantined`` always
     holds (:attr:`reconciles`).
     """
 
-    dataset: Store
-    sources: list[EventSourceSummary] = field(default_factory=list)
-    quarantine_by_code: Counter[str] = field(default_factory=Counter)
-    batch_id: str | None = None
-    orphans_removed: int = 0
-    seconds: float = 0.0
+    READ: ClassVar[str] = "records"
+    KEPT: ClassVar[tuple[str, ...]] = ("events_new", "events_unchanged")
+    UNIT: ClassVar[str] = "event record(s)"
 
-    def _sum(self, key: str) -> int:
-        return sum(getattr(s, key) for s in self.sources)
+    batch_id: str | None = None
 
     records_read = property(lambda self: self._sum("records"))
     events_new = property(lambda self: self._sum("events_new"))
     events_unchanged = property(lambda self: self._sum("events_unchanged"))
-    quarantined = property(lambda self: self._sum("quarantined"))
     no_time = property(lambda self: self._sum("no_time"))
 
-    @property
-    def reconciles(self) -> bool:
-        """Whether records read = events new + unchanged + quarantined."""
-        return self.records_read == self.events_new + self.events_unchanged + self.quarantined
-
-    def __str__(self) -> str:
-        skipped = sum(s.skipped for s in self.sources)
-        lines = [
-            f"dataset: {self.dataset}",
-            f"sources: {len(self.sources)} ({skipped} already ingested, skipped)",
+    def _reconciliation(self) -> str:
+        return (
             f"event records read: {self.records_read:,} = events new {self.events_new:,} "
             f"+ unchanged {self.events_unchanged:,} + quarantined {self.quarantined:,}"
-            + ("" if self.reconciles else "  ** DOES NOT RECONCILE **"),
-            f"time: {self.seconds:.2f} s",
+        )
+
+    def _notes(self) -> list[str]:
+        no_time = [
+            f"events with no readable observed_at: {self.no_time:,} "
+            "(stored with no time: an excluded one counts whatever the window)"
         ]
-        if self.no_time:
-            lines.append(
-                f"events with no readable observed_at: {self.no_time:,} "
-                "(stored with no time: an excluded one counts whatever the window)"
-            )
-        if self.quarantine_by_code:
-            counts = ", ".join(f"{k} {v:,}" for k, v in sorted(self.quarantine_by_code.items()))
-            lines.append("quarantined by code: " + counts)
-        if self.orphans_removed:
-            lines.append(f"removed {self.orphans_removed} part(s) left by an interrupted ingest")
-        return "\n".join(lines)
+        return (no_time if self.no_time else []) + super()._notes()
 
 
 # --- one record -----------------------------------------------------------------
@@ -216,10 +188,10 @@ def _record_row(obj: Any) -> tuple[dict[str, Any] | None, _Problem | None]:
 
 def _chunk_rows(
     meta: ChunkMeta, cut: frozenset[int]
-) -> tuple[list[dict[str, Any]], list[tuple[int, str, str, str | None]]]:
+) -> tuple[list[dict[str, Any]], list[QuarantineRow]]:
     """Rows and quarantine entries (position, code, message, JSON path) of a chunk."""
     rows: list[dict[str, Any]] = []
-    bad: list[tuple[int, str, str, str | None]] = []
+    bad: list[QuarantineRow] = []
     for pos, text in enumerate(meta.texts):
         if pos in meta.raw:
             bad.append((pos, "invalid_utf8", "the record holds bytes that are not UTF-8", None))
@@ -304,8 +276,8 @@ def _classify(frame: pl.DataFrame, batch: _EventBatch) -> tuple[pl.DataFrame, pl
     return new.select(_EVENT_SCHEMA.names()), conflicts
 
 
-def _conflict_entries(conflicts: pl.DataFrame) -> list[tuple[int, str, str, str | None]]:
-    out: list[tuple[int, str, str, str | None]] = []
+def _conflict_entries(conflicts: pl.DataFrame) -> list[QuarantineRow]:
+    out: list[QuarantineRow] = []
     for r in conflicts.iter_rows(named=True):
         where = f"{r['at_path']}:{r['at_line']}" if r["at_line"] is not None else r["at_path"]
         out.append(
@@ -349,15 +321,7 @@ def _ingest_source(source: Source, summary: EventSourceSummary, batch: _EventBat
             summary.quarantined += q.height
             codes.update(q["code"].to_list())
     if problems:
-        meta = ChunkMeta(
-            source.path,
-            [p.head for p in problems],
-            [p.line for p in problems],
-            [None] * len(problems),
-        )
-        q = quarantine_frame(
-            [(i, p.code, p.message, None) for i, p in enumerate(problems)], meta, batch.batch_id
-        )
+        q = quarantine_problems(problems, source, batch.batch_id)
         batch.add("quarantine", q)
         summary.records += q.height
         summary.quarantined += q.height
@@ -377,7 +341,7 @@ def ingest_events(
     ----------
     sources
         Files, folders, glob patterns or ``"-"`` (standard input), read as
-        :func:`~ocp_analytics.ingestion.batch` reads them: ``.ndjson``/``.jsonl`` a
+        :func:`~ocp_analytics.ingestion.batch.ingest` reads them: ``.ndjson``/``.jsonl`` a
         record a line, ``.json`` a record or an array, optionally ``.gz`` or
         ``.zst``. A source already ingested with the same content is skipped.
     dataset
@@ -404,8 +368,7 @@ def ingest_events(
     0
     """
     start = time.perf_counter()
-    specs = [sources] if isinstance(sources, str | Path) else list(sources)
-    found = find_sources(specs)
+    found = find_sources(sources)
     root = D.create(dataset)
     summary = EventsSummary(root)
     with D.locked(root):
@@ -430,13 +393,8 @@ def ingest_events(
         finally:
             batch.close()
     summary.seconds = time.perf_counter() - start
-    if strict and summary.quarantined:
-        raise StrictIngestError(
-            hint(
-                f"{summary.quarantined} event record(s) were quarantined.",
-                "inspect them with scan_dataset(path).quarantine; the rest was ingested.",
-            )
-        )
+    if strict:
+        summary.raise_if_quarantined()
     return summary
 
 
@@ -461,13 +419,16 @@ def _artifact_commits(artifacts: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-def _tables(dataset: object) -> Mapping[str, pl.LazyFrame]:
+EventsInput = str | Path | Store | D.Dataset | Mapping[str, pl.DataFrame | pl.LazyFrame]
+
+
+def _tables(dataset: EventsInput) -> Mapping[str, pl.LazyFrame]:
     if isinstance(dataset, Mapping):
         return {k: v.lazy() for k, v in dataset.items()}
-    return dataset.frames if isinstance(dataset, D.Dataset) else D.scan_dataset(dataset).frames  # type: ignore[arg-type]
+    return dataset.frames if isinstance(dataset, D.Dataset) else D.scan_dataset(dataset).frames
 
 
-def unmatched_events(dataset: object) -> pl.LazyFrame:
+def unmatched_events(dataset: EventsInput) -> pl.LazyFrame:
     """Stored events whose commit names no current run's ``commit``/``merge`` artifact.
 
     They count for no run (yet): a run naming the commit may still arrive,
@@ -501,7 +462,8 @@ def unmatched_events(dataset: object) -> pl.LazyFrame:
     if events is None:
         return pl.LazyFrame(schema=_EVENT_SCHEMA)
     # Only the run commits some event names: the anti-join then holds those
-    # (at most one per event), not every run's commit (3.3 GB at 10M runs).
+    # (at most one per event), not every run's commit (which grows with the
+    # runs: benchmarks/RESULTS.md, late events at 10M runs).
     named = events.select("commit").unique()
     commits = (
         _artifact_commits(tables["artifacts"])

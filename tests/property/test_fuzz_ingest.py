@@ -29,7 +29,7 @@ from hypothesis import HealthCheck, given, settings
 
 import ocp_analytics as oa
 from benchmarks.generate import generate_documents
-from ocp_analytics.ingestion.decode import member_path
+from ocp_analytics.ingestion.sanitize import member_path
 
 POOL = list(generate_documents(16, seed=91))
 Key = str | int

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import ocp_analytics as oa
 from ocp_analytics.ingestion.batch import read_documents
-from ocp_analytics.ingestion.tables import parse_timestamp
+from ocp_analytics.ingestion.timestamps import parse_timestamp
 from ocp_analytics.model.rules import rule_from_object
 from ocp_analytics.schemas import polars_schema
 from tests import reference

@@ -16,8 +16,10 @@ import hypothesis.strategies as st
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 
-from ocp_analytics.ingestion import sources
-from ocp_analytics.ingestion.sources import BOM, Source, read_chunks
+from ocp_analytics.ingestion import read
+from ocp_analytics.ingestion.chunks import read_chunks
+from ocp_analytics.ingestion.read import BOM
+from ocp_analytics.ingestion.sources import Source
 
 _PIECES = st.sampled_from(
     [
@@ -81,11 +83,11 @@ def test_lines_read_in_place_are_the_lines_read_one_by_one(
     case: tuple[bytes, int, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     body, block, size = case
-    monkeypatch.setattr(sources, "BLOCK", block)
+    monkeypatch.setattr(read, "BLOCK", block)
     path = tmp_path / "a.ndjson"
     path.write_bytes(body)
     src = Source("a.ndjson", path, len(body), hashlib.sha256(body).hexdigest())
-    problems: list[sources.ReadProblem] = []
+    problems: list[read.ReadProblem] = []
     got = []
     chunks = list(read_chunks(src, size, problems))
     for meta, cut in chunks:
