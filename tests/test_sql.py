@@ -3,7 +3,9 @@
 Literal cases live in ``tests/data/sql/*.json``: documents in, expected rows
 out, for ``views/acceptance.sql``, ``views/rates.sql`` and every file of
 ``sql/queries/``. The differential test against the polars engine on
-generated documents is ``tests/property/test_sql_differential.py``.
+generated documents is ``tests/property/test_sql_differential.py``; the
+files themselves (headers, setup order, generated files) are checked by
+``tests/test_sql_files.py``.
 """
 
 from __future__ import annotations
@@ -25,11 +27,10 @@ import polars as pl
 import pytest
 
 import ocp_analytics as oa
-from ocp_analytics import sql as oasql
 from ocp_analytics.engine.rates import flips_from
 from ocp_analytics.exceptions import DatasetError, OcpAnalyticsError, RuleError
 from ocp_analytics.model.rules import Rule, rule_from_object
-from ocp_analytics.sql import SETUP_FILES, connect, run_query, setup_script, sql_files
+from ocp_analytics.sql import connect, run_query, sql_files
 from ocp_analytics.store.dataset import create
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -187,50 +188,6 @@ def test_every_query_and_the_acceptance_view_have_a_case() -> None:
     wanted = {f"queries/{p.name}" for p in (sql_files() / "queries").glob("*.sql")}
     wanted |= {"views/acceptance.sql", "views/rates.sql"}
     assert wanted <= covered, f"no literal case for {sorted(wanted - covered)}"
-
-
-# ---------------------------------------------------------------- the files
-
-
-def _all_sql_files() -> list[Path]:
-    return sorted(p for p in sql_files().rglob("*.sql") if p.name != "setup.sql")
-
-
-@pytest.mark.parametrize("path", _all_sql_files(), ids=lambda p: str(p.relative_to(ROOT)))
-def test_sql_file_has_header_and_one_statement(path: Path) -> None:
-    text = path.read_text()
-    first = text.splitlines()[0]
-    assert first.startswith(f"-- {path.stem}"), f"header should start with '-- {path.stem}'"
-    header = "\n".join(line for line in text.splitlines() if line.startswith("--"))
-    assert "Purpose" in header, "header lacks Purpose"
-    assert "Parameters" in header, "header lacks Parameters"
-    assert "Output" in header, "header lacks Output"
-    assert len(duckdb.extract_statements(text)) == 1, "one statement per file"
-
-
-def test_every_setup_file_is_listed_once() -> None:
-    on_disk = {
-        str(p.relative_to(sql_files()))
-        for p in _all_sql_files()
-        if p.parent.name in ("setup", "macros", "views")
-    }
-    assert sorted(SETUP_FILES) == sorted(on_disk)
-    assert len(set(SETUP_FILES)) == len(SETUP_FILES)
-
-
-def test_setup_sql_is_up_to_date() -> None:
-    assert (sql_files() / "setup.sql").read_text() == setup_script(), (
-        "sql/setup.sql is stale: run python -m ocp_analytics.sql"
-    )
-    assert oasql.main(["--check"]) == 0
-
-
-def test_sql_files_missing_raises_with_hint(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    monkeypatch.setattr(oasql, "__file__", str(tmp_path / "pkg" / "sql.py"))
-    with pytest.raises(OcpAnalyticsError, match="Hint:"):
-        sql_files()
 
 
 # ------------------------------------------------------------------ connect
@@ -472,13 +429,6 @@ def odd_ds(tmp_path_factory: pytest.TempPathFactory) -> Path:
     oa.ingest(EXAMPLES / "v0.3", ds)  # 7 runs
     oa.ingest(EXAMPLES / "herdr-run-assemble-v01.ocp.json", root / "odd1ab.dataset")  # decoy
     return ds
-
-
-def test_literal_path_macro(examples_con: duckdb.DuckDBPyConnection) -> None:
-    got = examples_con.sql(
-        "SELECT ocp_literal_path('a[1]/*?.x'), ocp_literal_path('plain/p.parquet')"
-    ).fetchall()
-    assert got == [("a[[]1]/[*][?].x", "plain/p.parquet")]
 
 
 def test_dataset_path_with_glob_characters_is_literal(odd_ds: Path) -> None:

@@ -3,7 +3,8 @@
 The SQL lives in files inside this package (installed with it as package data)::
 
     sql/setup/    session settings, the committed file lists, alternative_rules
-    sql/macros/   small scalar and table macros (tier ranks, Wilson bounds, …)
+    sql/macros/   small scalar and table macros (tier ranks, Wilson bounds, …);
+                  ocp_tier_*.sql are rendered from ocp_analytics.schemas (_tiers)
     sql/views/    one view a file: runs … quarantine, acceptance, rates, helpers
     sql/queries/  parameterised queries (rates_by, rates_by_label, flips)
     sql/checks/   audit queries that return zero rows on a healthy dataset
@@ -19,23 +20,25 @@ from __future__ import annotations
 import contextlib
 import re
 import sys
-from collections.abc import Mapping
-from datetime import datetime
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import polars as pl
 
+from ocp_analytics._typing import RulesLike, StoreLike, When
 from ocp_analytics.engine.timeaxis import resolve_as_of
 from ocp_analytics.exceptions import OcpAnalyticsError, hint
 from ocp_analytics.model.rules import Rule, resolve_rules
 from ocp_analytics.schemas import TABLES
+from ocp_analytics.sql._tiers import tier_macros
 from ocp_analytics.store.dataset import open_existing
 from ocp_analytics.store.storage import Store, fsspec_filesystem
 
-# The statements of sql/setup.sql, in the order they run: later files use
-# the variables, macros and views of earlier ones.
+# The statements of sql/setup.sql, in the order they run: a file uses only
+# the variables, macros and views of earlier ones (DuckDB binds a view or a
+# macro when it is created), which tests/test_sql_files.py checks.
 SETUP_FILES = (
     "setup/timezone.sql",
     "setup/check_dataset.sql",
@@ -45,6 +48,7 @@ SETUP_FILES = (
     "setup/superseding.sql",
     "setup/alternative_rules.sql",
     "macros/ocp_all_versions.sql",
+    "macros/ocp_run_rows.sql",
     "macros/ocp_as_of.sql",
     "macros/ocp_tier_rank.sql",
     "macros/ocp_tier_word.sql",
@@ -53,6 +57,8 @@ SETUP_FILES = (
     "macros/ocp_signal_order.sql",
     "macros/ocp_z95.sql",
     "macros/ocp_wilson.sql",
+    "macros/ocp_rate_counts.sql",
+    "macros/ocp_rate_figures.sql",
     "views/current_docs.sql",
     "macros/ocp_current_versions.sql",
     "views/runs.sql",
@@ -80,7 +86,7 @@ SETUP_HEADER = """\
 -- setup.sql: the ocp-analytics views over one dataset, for the DuckDB CLI.
 --
 -- GENERATED from the files named below by `python -m ocp_analytics.sql`;
--- edit those files, then regenerate (tests/test_sql.py checks it is current).
+-- edit those files, then regenerate (tests/test_sql_files.py checks it is current).
 --
 -- Usage (from any folder; the dataset path is the only input):
 --   duckdb -c "SET VARIABLE ocp_dataset = '/path/to/dataset'" \\
@@ -125,6 +131,13 @@ def sql_files() -> Path:
     return folder
 
 
+def _setup_statements() -> Iterator[tuple[str, str]]:
+    """Each file of ``SETUP_FILES`` and its statement: rendered when generated, else read."""
+    root, generated = sql_files(), tier_macros()
+    for name in SETUP_FILES:
+        yield name, generated[name] if name in generated else (root / name).read_text()
+
+
 def setup_script() -> str:
     """The text of ``sql/setup.sql``: every file of ``SETUP_FILES``, in order.
 
@@ -133,11 +146,27 @@ def setup_script() -> str:
     >>> setup_script().count("CREATE OR REPLACE VIEW acceptance AS")
     1
     """
-    root = sql_files()
     parts = [SETUP_HEADER]
-    for name in SETUP_FILES:
-        parts.append(f"\n-- ---- sql/{name} ----\n{(root / name).read_text().rstrip()}\n")
+    for name, text in _setup_statements():
+        parts.append(f"\n-- ---- sql/{name} ----\n{text.rstrip()}\n")
     return "".join(parts)
+
+
+def _generated_files() -> dict[Path, str]:
+    """Every file ``python -m ocp_analytics.sql`` writes, with the text it must hold.
+
+    ``setup.sql`` and the tier macros (rendered from
+    :mod:`ocp_analytics.schemas`); the other SQL files are edited by hand.
+
+    Examples
+    --------
+    >>> sorted(p.name for p in _generated_files())
+    ['ocp_tier_q.sql', 'ocp_tier_rank.sql', 'ocp_tier_word.sql', 'setup.sql']
+    """
+    root = sql_files()
+    files = {root / name: text for name, text in tier_macros().items()}
+    files[root / "setup.sql"] = setup_script()
+    return files
 
 
 def _set_variable(con: duckdb.DuckDBPyConnection, name: str, value: Any) -> None:
@@ -168,10 +197,9 @@ def _rule_values(rule: Rule) -> list[Any]:
 
 
 def _run_setup(con: duckdb.DuckDBPyConnection) -> None:
-    root = sql_files()
-    for name in SETUP_FILES:
+    for name, text in _setup_statements():
         try:
-            con.execute((root / name).read_text())
+            con.execute(text)
         except duckdb.Error as exc:
             raise OcpAnalyticsError(
                 hint(
@@ -197,10 +225,10 @@ def _add_new_tables(root: Store) -> None:
 
 
 def connect(
-    dataset: str | Path,
+    dataset: StoreLike,
     *,
-    rules: object = None,
-    as_of: datetime | str | None = None,
+    rules: RulesLike = None,
+    as_of: When = None,
     database: str = ":memory:",
 ) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection with the ocp-analytics views over ``dataset``.
@@ -215,7 +243,8 @@ def connect(
     Parameters
     ----------
     dataset
-        A dataset folder (made by :func:`ocp_analytics.ingest`).
+        A dataset (made by :func:`ocp_analytics.ingest`): its folder, an
+        object-store URI, or its :class:`~ocp_analytics.store.storage.Store`.
     rules
         Alternative rules, as for :func:`ocp_analytics.acceptance`: Rule
         objects, short forms (``"tests+review"``), a rules file, or a list.
@@ -249,7 +278,7 @@ def connect(
     found = open_existing(dataset)
     root = found.uri if found.remote else str(found.path.resolve())
     _add_new_tables(found)
-    alternatives = resolve_rules(rules) if rules is not None else None  # type: ignore[arg-type]
+    alternatives = resolve_rules(rules) if rules is not None else None
     con = duckdb.connect(database)
     try:
         if found.remote:  # S3 / Azure: read through the store's own client
@@ -269,11 +298,11 @@ def connect(
 
 
 def run_query(
-    dataset: str | Path,
+    dataset: StoreLike,
     query: str | Path,
     *,
-    rules: object = None,
-    as_of: datetime | str | None = None,
+    rules: RulesLike = None,
+    as_of: When = None,
     variables: Mapping[str, Any] | None = None,
 ) -> pl.DataFrame:
     """Run one query over the views of ``dataset`` and return a DataFrame.
@@ -311,19 +340,27 @@ def run_query(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m ocp_analytics.sql [--check]``: write (or check) sql/setup.sql."""
+    """``python -m ocp_analytics.sql [--check]``: write (or check) the generated files.
+
+    Examples
+    --------
+    >>> main(["--check"])  # doctest: +ELLIPSIS
+    ocp_tier_q.sql, ... setup.sql are up to date
+    0
+    """
     args = sys.argv[1:] if argv is None else argv
-    target = sql_files() / "setup.sql"
-    text = setup_script()
+    files = _generated_files()
     if "--check" in args:
-        current = target.read_text() if target.is_file() else ""
-        if current != text:
-            print(f"{target} is out of date; run: python -m ocp_analytics.sql")
+        stale = [p for p, text in files.items() if not p.is_file() or p.read_text() != text]
+        for path in stale:
+            print(f"{path} is out of date; run: python -m ocp_analytics.sql")
+        if stale:
             return 1
-        print(f"{target} is up to date")
+        print(f"{', '.join(sorted(p.name for p in files))} are up to date")
         return 0
-    target.write_text(text)
-    print(f"wrote {target}")
+    for path, text in files.items():
+        path.write_text(text)
+        print(f"wrote {path}")
     return 0
 
 

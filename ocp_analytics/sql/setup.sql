@@ -1,7 +1,7 @@
 -- setup.sql: the ocp-analytics views over one dataset, for the DuckDB CLI.
 --
 -- GENERATED from the files named below by `python -m ocp_analytics.sql`;
--- edit those files, then regenerate (tests/test_sql.py checks it is current).
+-- edit those files, then regenerate (tests/test_sql_files.py checks it is current).
 --
 -- Usage (from any folder; the dataset path is the only input):
 --   duckdb -c "SET VARIABLE ocp_dataset = '/path/to/dataset'" \
@@ -204,6 +204,28 @@ FROM read_parquet(
     END
 );
 
+-- ---- sql/macros/ocp_run_rows.sql ----
+-- ocp_run_rows(): the (doc_id, run_id) of every row of the per-run tables, all run versions.
+--
+-- Purpose: what the audit queries in sql/checks/ compare with the runs
+--   rows: every attempts, signals, rules, artifacts and findings row
+--   belongs to one version of one run (its doc_id) and names that run
+--   (run_id). Read from ocp_all_versions, so rows the views hide are here.
+-- Parameters: none (reads ocp_all_versions).
+-- Output: table_name VARCHAR, doc_id BIGINT, run_id VARCHAR (one row per
+--   stored row).
+-- Example: SELECT table_name, count(*) FROM ocp_run_rows() GROUP BY ALL;
+CREATE OR REPLACE MACRO ocp_run_rows() AS TABLE
+SELECT 'attempts' AS table_name, doc_id, run_id FROM ocp_all_versions('attempts')
+UNION ALL
+SELECT 'signals', doc_id, run_id FROM ocp_all_versions('signals')
+UNION ALL
+SELECT 'rules', doc_id, run_id FROM ocp_all_versions('rules')
+UNION ALL
+SELECT 'artifacts', doc_id, run_id FROM ocp_all_versions('artifacts')
+UNION ALL
+SELECT 'findings', doc_id, run_id FROM ocp_all_versions('findings');
+
 -- ---- sql/macros/ocp_as_of.sql ----
 -- ocp_as_of(): the instant late events are judged at (SEMANTICS §1).
 --
@@ -221,6 +243,8 @@ coalesce(CAST(getvariable('ocp_as_of') AS TIMESTAMPTZ), date_trunc('second', now
 -- ---- sql/macros/ocp_tier_rank.sql ----
 -- ocp_tier_rank(tier): rank of an evidence tier word (SEMANTICS §7).
 --
+-- GENERATED from ocp_analytics.schemas (OUTCOME_TIERS, TIER_Q) by
+--   `python -m ocp_analytics.sql`: edit schemas.py, then regenerate.
 -- Purpose: verified 0, reported 1, heuristic 2, asserted 3; compared
 --   lower-cased; a missing or unknown word reads as asserted (3).
 -- Parameters: tier VARCHAR.
@@ -236,10 +260,13 @@ END;
 -- ---- sql/macros/ocp_tier_word.sql ----
 -- ocp_tier_word(tier_rank): the tier word of a rank (SEMANTICS §7).
 --
--- Purpose: turn the weakest rank used back into its word; nothing used
---   (NULL) reads asserted.
+-- GENERATED from ocp_analytics.schemas (OUTCOME_TIERS, TIER_Q) by
+--   `python -m ocp_analytics.sql`: edit schemas.py, then regenerate.
+-- Purpose: turn the weakest rank used back into its word; nothing used (NULL)
+--   reads asserted.
 -- Parameters: tier_rank INTEGER 0..3, or NULL (nothing used).
--- Output: VARCHAR verified | reported | heuristic | asserted (NULL reads asserted).
+-- Output: VARCHAR verified | reported | heuristic | asserted (NULL reads
+--   asserted).
 CREATE OR REPLACE MACRO ocp_tier_word(tier_rank) AS
 CASE tier_rank
     WHEN 0 THEN 'verified'
@@ -251,16 +278,18 @@ END;
 -- ---- sql/macros/ocp_tier_q.sql ----
 -- ocp_tier_q(tier_rank): q of a tier rank (SEMANTICS §7).
 --
--- Purpose: the q written next to every outcome: 0.98, 0.95, 0.80, 0.70 for
---   verified, reported, heuristic, asserted.
+-- GENERATED from ocp_analytics.schemas (OUTCOME_TIERS, TIER_Q) by
+--   `python -m ocp_analytics.sql`: edit schemas.py, then regenerate.
+-- Purpose: the q written next to every outcome: 0.98 for verified, 0.95 for
+--   reported, 0.8 for heuristic, 0.7 for asserted.
 -- Parameters: tier_rank INTEGER 0..3, or NULL (nothing used).
--- Output: DOUBLE 0.98 | 0.95 | 0.80 | 0.70 (NULL reads asserted, 0.70).
+-- Output: DOUBLE 0.98 | 0.95 | 0.8 | 0.7 (NULL reads asserted, 0.7).
 CREATE OR REPLACE MACRO ocp_tier_q(tier_rank) AS
 CASE tier_rank
-    WHEN 0 THEN CAST(0.98 AS DOUBLE)
-    WHEN 1 THEN CAST(0.95 AS DOUBLE)
-    WHEN 2 THEN CAST(0.80 AS DOUBLE)
-    ELSE CAST(0.70 AS DOUBLE)
+    WHEN 0 THEN CAST('0.98' AS DOUBLE)
+    WHEN 1 THEN CAST('0.95' AS DOUBLE)
+    WHEN 2 THEN CAST('0.8' AS DOUBLE)
+    ELSE CAST('0.7' AS DOUBLE)
 END;
 
 -- ---- sql/macros/ocp_verdict_state.sql ----
@@ -328,6 +357,99 @@ CASE WHEN n > 0 THEN
     )
 END;
 
+-- ---- sql/macros/ocp_rate_counts.sql ----
+-- ocp_rate_counts(outcome, attempts_to_acceptance, accepted_attempt_n, tier, window_open, as_of): what rates count in one group of acceptance rows (SEMANTICS §10).
+--
+-- Purpose: the one home of the aggregates behind every rates figure
+--   (views/rates.sql and sql/queries/rates_by*.sql). An aggregate macro: it
+--   is expanded where it is called, so count(*) counts the rows of the
+--   caller's group (one group per rule, or per group and rule). Pass the
+--   struct to ocp_rate_figures for the published columns.
+-- Parameters: the acceptance columns of those names (outcome VARCHAR,
+--   attempts_to_acceptance BIGINT, accepted_attempt_n BIGINT, tier VARCHAR,
+--   window_open BOOLEAN, as_of TIMESTAMPTZ); outcome may already read
+--   'unknown' for a tier below ocp_min_tier.
+-- Output: STRUCT(runs, accepted, rejected, unknown, provisional BIGINT,
+--   attempts_mean DOUBLE (of accepted runs), attempts_median DOUBLE (their
+--   quantile_cont 0.5: the mean of the two middle values, as polars' median),
+--   with_attempts BIGINT (accepted runs with a known attempts_to_acceptance),
+--   at_first BIGINT (of those, accepted at their first attempt),
+--   at_first_of_node BIGINT (of those, accepted_attempt_n = 1),
+--   tier_verified, tier_reported, tier_heuristic, tier_asserted BIGINT
+--   (decided runs, accepted or rejected, by tier), as_of TIMESTAMPTZ).
+-- Example: SELECT rule, ocp_rate_counts(outcome, attempts_to_acceptance,
+--   accepted_attempt_n, tier, window_open, as_of) FROM acceptance GROUP BY rule;
+CREATE OR REPLACE MACRO ocp_rate_counts(
+    outcome, attempts_to_acceptance, accepted_attempt_n, tier, window_open, as_of
+) AS {
+    'runs': count(*),
+    'accepted': count(*) FILTER (WHERE outcome = 'accepted'),
+    'rejected': count(*) FILTER (WHERE outcome = 'rejected'),
+    'unknown': count(*) FILTER (WHERE outcome = 'unknown'),
+    'provisional': count(*) FILTER (WHERE outcome = 'accepted' AND window_open),
+    'attempts_mean': avg(attempts_to_acceptance) FILTER (WHERE outcome = 'accepted'),
+    'attempts_median':
+        quantile_cont(attempts_to_acceptance, 0.5) FILTER (WHERE outcome = 'accepted'),
+    'with_attempts': count(attempts_to_acceptance) FILTER (WHERE outcome = 'accepted'),
+    'at_first': count(*) FILTER (WHERE outcome = 'accepted' AND attempts_to_acceptance = 1),
+    'at_first_of_node': count(*) FILTER (
+        WHERE outcome = 'accepted' AND attempts_to_acceptance IS NOT NULL
+        AND accepted_attempt_n = 1
+    ),
+    'tier_verified':
+        count(*) FILTER (WHERE outcome IN ('accepted', 'rejected') AND tier = 'verified'),
+    'tier_reported':
+        count(*) FILTER (WHERE outcome IN ('accepted', 'rejected') AND tier = 'reported'),
+    'tier_heuristic':
+        count(*) FILTER (WHERE outcome IN ('accepted', 'rejected') AND tier = 'heuristic'),
+    'tier_asserted':
+        count(*) FILTER (WHERE outcome IN ('accepted', 'rejected') AND tier = 'asserted'),
+    'as_of': any_value(as_of)
+};
+
+-- ---- sql/macros/ocp_rate_figures.sql ----
+-- ocp_rate_figures(counts): the published rates columns of one group, from its ocp_rate_counts (SEMANTICS §10).
+--
+-- Purpose: the one home of the final rates computation, shared by
+--   views/rates.sql and sql/queries/rates_by*.sql (the twin of
+--   ocp_analytics.engine.rates.combine). A caller writes its group columns
+--   and rule, then unnest(ocp_rate_figures(counts)), which spreads the
+--   struct into columns (in a query of its own: DuckDB refuses UNNEST of a
+--   struct next to GROUP BY ALL, so the counts come from a CTE).
+-- Parameters: counts, the struct of ocp_rate_counts for the group.
+-- Output: STRUCT of the columns of the rates view after rule (runs,
+--   accepted, …, as_of): their names, types and order, and the meaning
+--   views/rates.sql gives each.
+CREATE OR REPLACE MACRO ocp_rate_figures(counts) AS {
+    'runs': counts.runs,
+    'accepted': counts.accepted,
+    'rejected': counts.rejected,
+    'unknown': counts.unknown,
+    'accept_rate': CASE
+        WHEN counts.accepted + counts.rejected > 0
+            THEN CAST(counts.accepted AS DOUBLE) / (counts.accepted + counts.rejected)
+    END,
+    'ci_low': ocp_wilson(counts.accepted, counts.accepted + counts.rejected, -1),
+    'ci_high': ocp_wilson(counts.accepted, counts.accepted + counts.rejected, 1),
+    'decided_share': CAST(counts.accepted + counts.rejected AS DOUBLE) / counts.runs,
+    'attempts_mean': counts.attempts_mean,
+    'attempts_median': counts.attempts_median,
+    'first_attempt_share': CASE
+        WHEN counts.with_attempts > 0
+            THEN CAST(counts.at_first AS DOUBLE) / counts.with_attempts
+    END,
+    'first_node_attempt_share': CASE
+        WHEN counts.with_attempts > 0
+            THEN CAST(counts.at_first_of_node AS DOUBLE) / counts.with_attempts
+    END,
+    'provisional': counts.provisional,
+    'tier_verified': counts.tier_verified,
+    'tier_reported': counts.tier_reported,
+    'tier_heuristic': counts.tier_heuristic,
+    'tier_asserted': counts.tier_asserted,
+    'as_of': counts.as_of
+};
+
 -- ---- sql/views/current_docs.sql ----
 -- current_docs: the doc_id of the current version of every run.
 --
@@ -375,9 +497,10 @@ WHERE getvariable('ocp_superseding') <> 0 AND doc_id IN (SELECT doc_id FROM curr
 --   sql/checks/duplicate_current_runs.sql makes sure no run_id has two
 --   such rows.
 -- Parameters: none (reads ocp_current_versions('runs')).
--- Output columns: those of ocp_analytics.schemas.RUNS (run_id, doc_id,
---   ocp_version, …, started_at, ended_at TIMESTAMPTZ, labels MAP(VARCHAR,
---   VARCHAR), task_type, repo, org, rule_name, …, batch_id).
+-- Output columns: those of ocp_analytics.schemas.RUNS (run_id VARCHAR,
+--   doc_id BIGINT, ocp_version, …, started_at TIMESTAMPTZ, …, ended_at
+--   TIMESTAMPTZ, …, labels MAP(VARCHAR, VARCHAR), task_id, task_type, …,
+--   repo, org, …, rule_name, …, batch_id).
 CREATE OR REPLACE VIEW runs AS
 SELECT *
 FROM ocp_current_versions('runs');
@@ -390,9 +513,12 @@ FROM ocp_current_versions('runs');
 --   rows of older versions are left out (the audit queries in sql/checks/
 --   look for them, and for rows of no run at all).
 -- Parameters: none (reads ocp_current_versions('attempts')).
--- Output columns: those of ocp_analytics.schemas.ATTEMPTS: run_id, doc_id,
---   att_idx (position in the document's attempts), attempt_id, node, n, round,
---   status, started_at, ended_at TIMESTAMPTZ, …, cost_usd, tokens.
+-- Output columns: those of ocp_analytics.schemas.ATTEMPTS (run_id VARCHAR,
+--   doc_id BIGINT, att_idx INTEGER (position in the document's attempts),
+--   attempt_id, node VARCHAR, n, round BIGINT, status VARCHAR, started_at
+--   TIMESTAMPTZ, …, ended_at TIMESTAMPTZ, …, cost_usd DOUBLE, input_tokens,
+--   cached_input_tokens, cache_creation_tokens, output_tokens,
+--   reasoning_tokens BIGINT).
 CREATE OR REPLACE VIEW attempts AS
 SELECT *
 FROM ocp_current_versions('attempts');
@@ -405,10 +531,11 @@ FROM ocp_current_versions('attempts');
 --   rows of older versions are left out (the audit queries in sql/checks/
 --   look for them, and for rows of no run at all).
 -- Parameters: none (reads ocp_current_versions('signals')).
--- Output columns: those of ocp_analytics.schemas.SIGNALS: run_id, doc_id,
---   sig_idx (position in run.signals), signal_id, kind, name, value_text,
---   value_num DOUBLE (JSON numbers only), value_json, …, at_attempt,
---   observed_at TIMESTAMPTZ, tier.
+-- Output columns: those of ocp_analytics.schemas.SIGNALS (run_id VARCHAR,
+--   doc_id BIGINT, sig_idx INTEGER (position in run.signals), signal_id,
+--   kind, name, value_text VARCHAR, value_num DOUBLE (JSON numbers only),
+--   value_json VARCHAR, …, at_attempt VARCHAR, …, observed_at TIMESTAMPTZ,
+--   …, tier VARCHAR).
 CREATE OR REPLACE VIEW signals AS
 SELECT *
 FROM ocp_current_versions('signals');
@@ -421,10 +548,11 @@ FROM ocp_current_versions('signals');
 --   rows of older versions are left out (the audit queries in sql/checks/
 --   look for them, and for rows of no run at all).
 -- Parameters: none (reads ocp_current_versions('rules')).
--- Output columns: those of ocp_analytics.schemas.RULES: run_id, doc_id, name,
---   definition, requires VARCHAR[], score_name, score_target DOUBLE,
---   score_better, score_scale, excludes_events VARCHAR[], window_days BIGINT,
---   valid BOOLEAN, invalid_reason (no row: the run has no recorded rule).
+-- Output columns: those of ocp_analytics.schemas.RULES (run_id VARCHAR,
+--   doc_id BIGINT, name, definition VARCHAR, requires VARCHAR[], score_name
+--   VARCHAR, score_target DOUBLE, score_better, score_scale VARCHAR,
+--   excludes_events VARCHAR[], window_days BIGINT, valid BOOLEAN,
+--   invalid_reason VARCHAR); a run with no recorded rule has no row.
 CREATE OR REPLACE VIEW rules AS
 SELECT *
 FROM ocp_current_versions('rules');
@@ -437,8 +565,9 @@ FROM ocp_current_versions('rules');
 --   rows of older versions are left out (the audit queries in sql/checks/
 --   look for them, and for rows of no run at all).
 -- Parameters: none (reads ocp_current_versions('artifacts')).
--- Output columns: those of ocp_analytics.schemas.ARTIFACTS: run_id, doc_id,
---   art_idx, artifact_id, path, kind, producer, first_write_at TIMESTAMPTZ.
+-- Output columns: those of ocp_analytics.schemas.ARTIFACTS (run_id VARCHAR,
+--   doc_id BIGINT, art_idx INTEGER, artifact_id, path, kind, producer VARCHAR,
+--   first_write_at TIMESTAMPTZ, first_write_at_raw VARCHAR).
 CREATE OR REPLACE VIEW artifacts AS
 SELECT *
 FROM ocp_current_versions('artifacts');
@@ -451,8 +580,9 @@ FROM ocp_current_versions('artifacts');
 --   rows of older versions are left out (the audit queries in sql/checks/
 --   look for them, and for rows of no run at all).
 -- Parameters: none (reads ocp_current_versions('findings')).
--- Output columns: those of ocp_analytics.schemas.FINDINGS: run_id, doc_id,
---   code, json_path, message, source_path, source_line, source_index.
+-- Output columns: those of ocp_analytics.schemas.FINDINGS (run_id VARCHAR,
+--   doc_id BIGINT, code, json_path, message, source_path VARCHAR,
+--   source_line, source_index BIGINT).
 CREATE OR REPLACE VIEW findings AS
 SELECT *
 FROM ocp_current_versions('findings');
@@ -463,8 +593,9 @@ FROM ocp_current_versions('findings');
 -- Purpose: quarantine is not per run (a quarantined document has no doc_id),
 --   so every committed row is kept.
 -- Parameters: none (reads ocp_all_versions('quarantine')).
--- Output columns: those of ocp_analytics.schemas.QUARANTINE: batch_id,
---   source_path, source_line, source_index, code, message, json_path, raw_head.
+-- Output columns: those of ocp_analytics.schemas.QUARANTINE (batch_id,
+--   source_path VARCHAR, source_line, source_index BIGINT, code, message,
+--   json_path, raw_head VARCHAR).
 CREATE OR REPLACE VIEW quarantine AS
 SELECT *
 FROM ocp_all_versions('quarantine');
@@ -477,10 +608,10 @@ FROM ocp_all_versions('quarantine');
 --   wins), so every committed row is current. They are matched to runs at
 --   read time (matched_events), never when written.
 -- Parameters: none (reads ocp_all_versions('events')).
--- Output columns: those of ocp_analytics.schemas.EVENTS: event_id, commit,
---   kind ('event'), name, value_text, observed_at TIMESTAMPTZ (NULL when
---   absent or unreadable), observed_at_raw, source_kind, source_ref, tier,
---   batch_id, source_path, source_line, source_index.
+-- Output columns: those of ocp_analytics.schemas.EVENTS (event_id, commit,
+--   kind ('event'), name, value_text VARCHAR, observed_at TIMESTAMPTZ (NULL
+--   when absent or unreadable), observed_at_raw, source_kind, source_ref,
+--   tier, batch_id, source_path VARCHAR, source_line, source_index BIGINT).
 CREATE OR REPLACE VIEW events AS
 SELECT *
 FROM ocp_all_versions('events');
@@ -724,10 +855,10 @@ WHERE kind = 'score';
 CREATE OR REPLACE VIEW run_features AS
 WITH signals_by_run AS (
     -- The lists of a run are window aggregates over the run's rows of
-    -- latest_signals (one per name), then one row per run is kept: measured
-    -- at 400k runs, 448 MB of peak RSS against 677 MB for GROUP BY doc_id
-    -- with list(), whose per-group list states DuckDB holds to the end of
-    -- the query; the window keeps its input rows compactly instead.
+    -- latest_signals (one per name), then one row per run is kept: GROUP BY
+    -- doc_id with list() peaked higher, as DuckDB holds per-group list
+    -- states to the end of the query, where the window keeps its input rows
+    -- compactly (benchmarks/RESULTS.md, "Measured and not kept").
     SELECT
         doc_id,
         map_from_entries(
@@ -1109,7 +1240,9 @@ LEFT JOIN attempt_positions AS ap ON ap.doc_id = d.doc_id AND ap.pos = d.attempt
 --
 -- Purpose: the SQL twin of ocp_analytics.rates(dataset, rules) with no
 --   grouping (rates_from with by = ()). For grouped rates see
---   sql/queries/rates_by.sql and sql/queries/rates_by_label.sql.
+--   sql/queries/rates_by.sql, rates_by_label.sql and rates_by_period.sql.
+--   The counts are ocp_rate_counts and the figures ocp_rate_figures, shared
+--   with the grouped queries.
 -- Parameters: those of acceptance (ocp_as_of, alternative_rules).
 -- Output columns, one row per rule, ordered by rule:
 --   rule VARCHAR
@@ -1129,60 +1262,15 @@ LEFT JOIN attempt_positions AS ap ON ap.doc_id = d.doc_id AND ap.pos = d.attempt
 --                               decided runs (accepted or rejected) by evidence tier
 --   as_of TIMESTAMPTZ
 CREATE OR REPLACE VIEW rates AS
-WITH counts AS (
+WITH grouped AS (
     SELECT
         rule,
-        count(*) AS runs,
-        count(*) FILTER (WHERE outcome = 'accepted') AS accepted,
-        count(*) FILTER (WHERE outcome = 'rejected') AS rejected,
-        count(*) FILTER (WHERE outcome = 'unknown') AS unknown,
-        count(*) FILTER (WHERE outcome = 'accepted' AND window_open) AS provisional,
-        avg(attempts_to_acceptance) FILTER (WHERE outcome = 'accepted') AS attempts_mean,
-        quantile_cont(attempts_to_acceptance, 0.5) FILTER (WHERE outcome = 'accepted')
-            AS attempts_median,
-        count(attempts_to_acceptance) FILTER (WHERE outcome = 'accepted') AS with_attempts,
-        count(*) FILTER (WHERE outcome = 'accepted' AND attempts_to_acceptance = 1) AS at_first,
-        count(*) FILTER (
-            WHERE outcome = 'accepted' AND attempts_to_acceptance IS NOT NULL
-            AND accepted_attempt_n = 1
-        ) AS at_first_of_node,
-        count(*) FILTER (WHERE outcome IN ('accepted', 'rejected') AND tier = 'verified')
-            AS tier_verified,
-        count(*) FILTER (WHERE outcome IN ('accepted', 'rejected') AND tier = 'reported')
-            AS tier_reported,
-        count(*) FILTER (WHERE outcome IN ('accepted', 'rejected') AND tier = 'heuristic')
-            AS tier_heuristic,
-        count(*) FILTER (WHERE outcome IN ('accepted', 'rejected') AND tier = 'asserted')
-            AS tier_asserted,
-        any_value(as_of) AS as_of
+        ocp_rate_counts(
+            outcome, attempts_to_acceptance, accepted_attempt_n, tier, window_open, as_of
+        ) AS counts
     FROM acceptance
     GROUP BY rule
 )
-SELECT
-    rule,
-    runs,
-    accepted,
-    rejected,
-    unknown,
-    CASE
-        WHEN accepted + rejected > 0 THEN CAST(accepted AS DOUBLE) / (accepted + rejected)
-    END AS accept_rate,
-    ocp_wilson(accepted, accepted + rejected, -1) AS ci_low,
-    ocp_wilson(accepted, accepted + rejected, 1) AS ci_high,
-    CAST(accepted + rejected AS DOUBLE) / runs AS decided_share,
-    attempts_mean,
-    attempts_median,
-    CASE
-        WHEN with_attempts > 0 THEN CAST(at_first AS DOUBLE) / with_attempts
-    END AS first_attempt_share,
-    CASE
-        WHEN with_attempts > 0 THEN CAST(at_first_of_node AS DOUBLE) / with_attempts
-    END AS first_node_attempt_share,
-    provisional,
-    tier_verified,
-    tier_reported,
-    tier_heuristic,
-    tier_asserted,
-    as_of
-FROM counts
+SELECT rule, unnest(ocp_rate_figures(counts))
+FROM grouped
 ORDER BY rule NULLS LAST;

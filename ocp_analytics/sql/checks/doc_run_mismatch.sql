@@ -3,22 +3,11 @@
 -- Purpose: audit (must return zero rows). A row's (run_id, doc_id) must
 --   agree with the runs row of that doc_id; a mismatch files a run's
 --   attempts or signals under another run.
--- Parameters: none (reads ocp_all_versions).
+-- Parameters: none (reads ocp_run_rows and ocp_all_versions('runs')).
 -- Output columns: table_name VARCHAR, doc_id BIGINT, run_id VARCHAR (of the
 --   row), runs_run_id VARCHAR (of the runs row), rows BIGINT.
-WITH rows AS (
-    SELECT 'attempts' AS table_name, doc_id, run_id FROM ocp_all_versions('attempts')
-    UNION ALL
-    SELECT 'signals', doc_id, run_id FROM ocp_all_versions('signals')
-    UNION ALL
-    SELECT 'rules', doc_id, run_id FROM ocp_all_versions('rules')
-    UNION ALL
-    SELECT 'artifacts', doc_id, run_id FROM ocp_all_versions('artifacts')
-    UNION ALL
-    SELECT 'findings', doc_id, run_id FROM ocp_all_versions('findings')
-)
 SELECT rows.table_name, rows.doc_id, rows.run_id, r.run_id AS runs_run_id, count(*) AS rows
-FROM rows
+FROM ocp_run_rows() AS rows
 INNER JOIN ocp_all_versions('runs') AS r ON r.doc_id = rows.doc_id
 WHERE r.run_id IS DISTINCT FROM rows.run_id
 GROUP BY rows.table_name, rows.doc_id, rows.run_id, r.run_id

@@ -4,20 +4,12 @@
 --   (any version) must have exactly one current version in the runs view;
 --   one missing means its current runs row is lost or unreadable (a NULL
 --   doc_id, a part not listed), and its rows vanish from every view.
--- Parameters: none (reads ocp_all_versions and the runs view).
+-- Parameters: none (reads ocp_all_versions('runs'), ocp_run_rows and the runs view).
 -- Output columns: table_name VARCHAR, run_id VARCHAR, rows BIGINT.
 WITH mentioned AS (
     SELECT 'runs' AS table_name, run_id FROM ocp_all_versions('runs')
     UNION ALL
-    SELECT 'attempts', run_id FROM ocp_all_versions('attempts')
-    UNION ALL
-    SELECT 'signals', run_id FROM ocp_all_versions('signals')
-    UNION ALL
-    SELECT 'rules', run_id FROM ocp_all_versions('rules')
-    UNION ALL
-    SELECT 'artifacts', run_id FROM ocp_all_versions('artifacts')
-    UNION ALL
-    SELECT 'findings', run_id FROM ocp_all_versions('findings')
+    SELECT table_name, run_id FROM ocp_run_rows()
 )
 SELECT table_name, run_id, count(*) AS rows
 FROM mentioned

@@ -1,5 +1,7 @@
 -- ocp_tier_rank(tier): rank of an evidence tier word (SEMANTICS §7).
 --
+-- GENERATED from ocp_analytics.schemas (OUTCOME_TIERS, TIER_Q) by
+--   `python -m ocp_analytics.sql`: edit schemas.py, then regenerate.
 -- Purpose: verified 0, reported 1, heuristic 2, asserted 3; compared
 --   lower-cased; a missing or unknown word reads as asserted (3).
 -- Parameters: tier VARCHAR.

@@ -10,10 +10,7 @@
 -- Output columns, ordered by label_value then rule (NULLs last):
 --   label_key VARCHAR     the key (polars names its column label.KEY)
 --   label_value VARCHAR   the run's value of that label
---   then rule, runs, accepted, rejected, unknown, accept_rate, ci_low,
---   ci_high, decided_share, attempts_mean, attempts_median,
---   first_attempt_share, first_node_attempt_share, provisional, tier_verified,
---   tier_reported, tier_heuristic, tier_asserted, as_of as in the rates view.
+--   those of the rates view (rule, runs, accepted, …, as_of)
 WITH checked AS (
     -- stops the query with a clear message when a parameter is wrong
     SELECT
@@ -21,7 +18,8 @@ WITH checked AS (
             WHEN label_key IS NULL THEN error(
                 'ocp_label is not set. Hint: SET VARIABLE ocp_label = ''team'';'
             )
-            WHEN min_tier NOT IN ('verified', 'reported', 'heuristic', 'asserted') THEN error(
+            -- a word that is no tier reads as another tier's word
+            WHEN ocp_tier_word(ocp_tier_rank(min_tier)) <> min_tier THEN error(
                 'ocp_min_tier is ''' || min_tier || '''. '
                 || 'Hint: use verified, reported, heuristic or asserted.'
             )
@@ -56,64 +54,17 @@ judged AS (
     CROSS JOIN checked
     WHERE checked.ok
 ),
-counts AS (
+grouped AS (
     SELECT
         label_key,
         label_value,
         rule,
-        count(*) AS runs,
-        count(*) FILTER (WHERE outcome = 'accepted') AS accepted,
-        count(*) FILTER (WHERE outcome = 'rejected') AS rejected,
-        count(*) FILTER (WHERE outcome = 'unknown') AS unknown,
-        count(*) FILTER (WHERE outcome = 'accepted' AND window_open) AS provisional,
-        avg(attempts_to_acceptance) FILTER (WHERE outcome = 'accepted') AS attempts_mean,
-        quantile_cont(attempts_to_acceptance, 0.5) FILTER (WHERE outcome = 'accepted')
-            AS attempts_median,
-        count(attempts_to_acceptance) FILTER (WHERE outcome = 'accepted') AS with_attempts,
-        count(*) FILTER (WHERE outcome = 'accepted' AND attempts_to_acceptance = 1) AS at_first,
-        count(*) FILTER (
-            WHERE outcome = 'accepted' AND attempts_to_acceptance IS NOT NULL
-            AND accepted_attempt_n = 1
-        ) AS at_first_of_node,
-        count(*) FILTER (WHERE outcome IN ('accepted', 'rejected') AND tier = 'verified')
-            AS tier_verified,
-        count(*) FILTER (WHERE outcome IN ('accepted', 'rejected') AND tier = 'reported')
-            AS tier_reported,
-        count(*) FILTER (WHERE outcome IN ('accepted', 'rejected') AND tier = 'heuristic')
-            AS tier_heuristic,
-        count(*) FILTER (WHERE outcome IN ('accepted', 'rejected') AND tier = 'asserted')
-            AS tier_asserted,
-        any_value(as_of) AS as_of
+        ocp_rate_counts(
+            outcome, attempts_to_acceptance, accepted_attempt_n, tier, window_open, as_of
+        ) AS counts
     FROM judged
     GROUP BY label_key, label_value, rule
 )
-SELECT
-    label_key,
-    label_value,
-    rule,
-    runs,
-    accepted,
-    rejected,
-    unknown,
-    CASE
-        WHEN accepted + rejected > 0 THEN CAST(accepted AS DOUBLE) / (accepted + rejected)
-    END AS accept_rate,
-    ocp_wilson(accepted, accepted + rejected, -1) AS ci_low,
-    ocp_wilson(accepted, accepted + rejected, 1) AS ci_high,
-    CAST(accepted + rejected AS DOUBLE) / runs AS decided_share,
-    attempts_mean,
-    attempts_median,
-    CASE
-        WHEN with_attempts > 0 THEN CAST(at_first AS DOUBLE) / with_attempts
-    END AS first_attempt_share,
-    CASE
-        WHEN with_attempts > 0 THEN CAST(at_first_of_node AS DOUBLE) / with_attempts
-    END AS first_node_attempt_share,
-    provisional,
-    tier_verified,
-    tier_reported,
-    tier_heuristic,
-    tier_asserted,
-    as_of
-FROM counts
+SELECT label_key, label_value, rule, unnest(ocp_rate_figures(counts))
+FROM grouped
 ORDER BY label_value NULLS LAST, rule NULLS LAST;

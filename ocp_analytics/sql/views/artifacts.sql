@@ -5,8 +5,9 @@
 --   rows of older versions are left out (the audit queries in sql/checks/
 --   look for them, and for rows of no run at all).
 -- Parameters: none (reads ocp_current_versions('artifacts')).
--- Output columns: those of ocp_analytics.schemas.ARTIFACTS: run_id, doc_id,
---   art_idx, artifact_id, path, kind, producer, first_write_at TIMESTAMPTZ.
+-- Output columns: those of ocp_analytics.schemas.ARTIFACTS (run_id VARCHAR,
+--   doc_id BIGINT, art_idx INTEGER, artifact_id, path, kind, producer VARCHAR,
+--   first_write_at TIMESTAMPTZ, first_write_at_raw VARCHAR).
 CREATE OR REPLACE VIEW artifacts AS
 SELECT *
 FROM ocp_current_versions('artifacts');

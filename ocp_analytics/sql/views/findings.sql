@@ -5,8 +5,9 @@
 --   rows of older versions are left out (the audit queries in sql/checks/
 --   look for them, and for rows of no run at all).
 -- Parameters: none (reads ocp_current_versions('findings')).
--- Output columns: those of ocp_analytics.schemas.FINDINGS: run_id, doc_id,
---   code, json_path, message, source_path, source_line, source_index.
+-- Output columns: those of ocp_analytics.schemas.FINDINGS (run_id VARCHAR,
+--   doc_id BIGINT, code, json_path, message, source_path VARCHAR,
+--   source_line, source_index BIGINT).
 CREATE OR REPLACE VIEW findings AS
 SELECT *
 FROM ocp_current_versions('findings');

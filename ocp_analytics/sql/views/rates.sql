@@ -2,7 +2,9 @@
 --
 -- Purpose: the SQL twin of ocp_analytics.rates(dataset, rules) with no
 --   grouping (rates_from with by = ()). For grouped rates see
---   sql/queries/rates_by.sql and sql/queries/rates_by_label.sql.
+--   sql/queries/rates_by.sql, rates_by_label.sql and rates_by_period.sql.
+--   The counts are ocp_rate_counts and the figures ocp_rate_figures, shared
+--   with the grouped queries.
 -- Parameters: those of acceptance (ocp_as_of, alternative_rules).
 -- Output columns, one row per rule, ordered by rule:
 --   rule VARCHAR
@@ -22,60 +24,15 @@
 --                               decided runs (accepted or rejected) by evidence tier
 --   as_of TIMESTAMPTZ
 CREATE OR REPLACE VIEW rates AS
-WITH counts AS (
+WITH grouped AS (
     SELECT
         rule,
-        count(*) AS runs,
-        count(*) FILTER (WHERE outcome = 'accepted') AS accepted,
-        count(*) FILTER (WHERE outcome = 'rejected') AS rejected,
-        count(*) FILTER (WHERE outcome = 'unknown') AS unknown,
-        count(*) FILTER (WHERE outcome = 'accepted' AND window_open) AS provisional,
-        avg(attempts_to_acceptance) FILTER (WHERE outcome = 'accepted') AS attempts_mean,
-        quantile_cont(attempts_to_acceptance, 0.5) FILTER (WHERE outcome = 'accepted')
-            AS attempts_median,
-        count(attempts_to_acceptance) FILTER (WHERE outcome = 'accepted') AS with_attempts,
-        count(*) FILTER (WHERE outcome = 'accepted' AND attempts_to_acceptance = 1) AS at_first,
-        count(*) FILTER (
-            WHERE outcome = 'accepted' AND attempts_to_acceptance IS NOT NULL
-            AND accepted_attempt_n = 1
-        ) AS at_first_of_node,
-        count(*) FILTER (WHERE outcome IN ('accepted', 'rejected') AND tier = 'verified')
-            AS tier_verified,
-        count(*) FILTER (WHERE outcome IN ('accepted', 'rejected') AND tier = 'reported')
-            AS tier_reported,
-        count(*) FILTER (WHERE outcome IN ('accepted', 'rejected') AND tier = 'heuristic')
-            AS tier_heuristic,
-        count(*) FILTER (WHERE outcome IN ('accepted', 'rejected') AND tier = 'asserted')
-            AS tier_asserted,
-        any_value(as_of) AS as_of
+        ocp_rate_counts(
+            outcome, attempts_to_acceptance, accepted_attempt_n, tier, window_open, as_of
+        ) AS counts
     FROM acceptance
     GROUP BY rule
 )
-SELECT
-    rule,
-    runs,
-    accepted,
-    rejected,
-    unknown,
-    CASE
-        WHEN accepted + rejected > 0 THEN CAST(accepted AS DOUBLE) / (accepted + rejected)
-    END AS accept_rate,
-    ocp_wilson(accepted, accepted + rejected, -1) AS ci_low,
-    ocp_wilson(accepted, accepted + rejected, 1) AS ci_high,
-    CAST(accepted + rejected AS DOUBLE) / runs AS decided_share,
-    attempts_mean,
-    attempts_median,
-    CASE
-        WHEN with_attempts > 0 THEN CAST(at_first AS DOUBLE) / with_attempts
-    END AS first_attempt_share,
-    CASE
-        WHEN with_attempts > 0 THEN CAST(at_first_of_node AS DOUBLE) / with_attempts
-    END AS first_node_attempt_share,
-    provisional,
-    tier_verified,
-    tier_reported,
-    tier_heuristic,
-    tier_asserted,
-    as_of
-FROM counts
+SELECT rule, unnest(ocp_rate_figures(counts))
+FROM grouped
 ORDER BY rule NULLS LAST;

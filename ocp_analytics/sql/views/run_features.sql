@@ -29,10 +29,10 @@
 CREATE OR REPLACE VIEW run_features AS
 WITH signals_by_run AS (
     -- The lists of a run are window aggregates over the run's rows of
-    -- latest_signals (one per name), then one row per run is kept: measured
-    -- at 400k runs, 448 MB of peak RSS against 677 MB for GROUP BY doc_id
-    -- with list(), whose per-group list states DuckDB holds to the end of
-    -- the query; the window keeps its input rows compactly instead.
+    -- latest_signals (one per name), then one row per run is kept: GROUP BY
+    -- doc_id with list() peaked higher, as DuckDB holds per-group list
+    -- states to the end of the query, where the window keeps its input rows
+    -- compactly (benchmarks/RESULTS.md, "Measured and not kept").
     SELECT
         doc_id,
         map_from_entries(

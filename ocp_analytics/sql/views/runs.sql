@@ -5,9 +5,10 @@
 --   sql/checks/duplicate_current_runs.sql makes sure no run_id has two
 --   such rows.
 -- Parameters: none (reads ocp_current_versions('runs')).
--- Output columns: those of ocp_analytics.schemas.RUNS (run_id, doc_id,
---   ocp_version, …, started_at, ended_at TIMESTAMPTZ, labels MAP(VARCHAR,
---   VARCHAR), task_type, repo, org, rule_name, …, batch_id).
+-- Output columns: those of ocp_analytics.schemas.RUNS (run_id VARCHAR,
+--   doc_id BIGINT, ocp_version, …, started_at TIMESTAMPTZ, …, ended_at
+--   TIMESTAMPTZ, …, labels MAP(VARCHAR, VARCHAR), task_id, task_type, …,
+--   repo, org, …, rule_name, …, batch_id).
 CREATE OR REPLACE VIEW runs AS
 SELECT *
 FROM ocp_current_versions('runs');
