@@ -8,19 +8,30 @@ Two kinds of declaration live here and nowhere else:
   reported) rather than silently truncated; timestamps are ``String`` and
   parsed afterwards (SEMANTICS §2).
 * One pyarrow schema per table of the dataset. Every table is cast to its
-  schema before it is written; no column type is inferred from data.
+  schema before it is written; no column type is inferred from data. The
+  outputs (acceptance rows, flips) are declared the same way; their polars
+  schemas are derived (:func:`polars_schema`).
+
+Of ours, imports only ``_typing`` (the words of the tiers).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
 import polars as pl
 import pyarrow as pa
 
+from ocp_analytics._typing import Tier
+
 OCP_VERSIONS = ("0.1", "0.2", "0.3")
-OUTCOME_TIERS = ("verified", "reported", "heuristic", "asserted")
-TIER_Q = {"verified": 0.98, "reported": 0.95, "heuristic": 0.80, "asserted": 0.70}
+OUTCOME_TIERS: tuple[Tier, ...] = get_args(Tier)
+TIER_Q: dict[Tier, float] = {
+    "verified": 0.98,
+    "reported": 0.95,
+    "heuristic": 0.80,
+    "asserted": 0.70,
+}
 SIGNAL_KINDS = ("verdict", "score", "event")
 VERDICT_VALUES = ("accept", "reject", "pass", "fail", "error")
 BETTER_VALUES = ("higher", "lower")
@@ -328,9 +339,9 @@ TABLES: dict[str, pa.Schema] = {
 # on them: numbers, instants, and the texts of which a part holds one or a
 # few neighbouring values (``_PART_CONSTANT``). A few-valued text such as
 # ``kind`` spans its whole range in every part, so its statistics prune
-# nothing; they cost 9 of 90 ms of a 15,000-document chunk's parts. Measured
-# on one part of 20k runs (runs, attempts, signals): 158 -> 88 ms of CPU,
-# 6.6 -> 5.6 MB.
+# nothing and only cost time. Both cut a part's CPU and size: see
+# benchmarks/RESULTS.md, "Ingest: one read per file, ..." (2026-12-05) and
+# (b91c147) under "Ingest: what the fast path reads" (2026-12-05/06).
 _FEW_VALUES = frozenset(
     {
         "ocp_version", "producer_name", "producer_version", "task_type", "task_subtype",
@@ -402,8 +413,9 @@ _PART_SCHEMAS = {
 def part_table(frame: pl.DataFrame, table: str) -> pa.Table:
     """A frame of ``table`` as Arrow, as its Parquet part is written.
 
-    Strings are handed over as string views (no copy; large strings cost 37
-    of 122 ms of a 15,000-document chunk's parts). Parquet stores them as it
+    Strings are handed over as string views (no copy, where large strings cost
+    a good part of a chunk's CPU: benchmarks/RESULTS.md, (0cb6996) "Parts from
+    polars' own strings"). Parquet stores them as it
     stores any string, and the Arrow schema is not stored (``store_schema``
     off), so every reader (pyarrow, polars, DuckDB, Spark) reads the declared
     types from Parquet's own schema: strings as ``string``, instants in UTC,
@@ -425,8 +437,9 @@ RUN_TABLES = ("runs", "attempts", "signals", "rules", "artifacts", "findings")
 # What the engine writes: one row per (run, rule) (SEMANTICS §6–§9); large strings,
 # as polars hands them to Arrow. Only the four attempt columns can be null;
 # the others are declared ``not null`` (Parquet REQUIRED), which readers can
-# rely on and which spares the writer their definition levels (12 % less of
-# its CPU, measured on 500k-row frames). Casting a null into them fails.
+# rely on and which spares the writer their definition levels (less of its
+# CPU: benchmarks/RESULTS.md, (30fb182) under "The deciding attempt picked
+# once a part, required columns", 2026-12-05). Casting a null into them fails.
 _LSTR = pa.large_string()
 
 
@@ -450,15 +463,29 @@ ACCEPTANCE = pa.schema(
         _required("as_of", TS),
     ]
 )
-OUTPUTS: dict[str, pa.Schema] = {"acceptance": ACCEPTANCE}
+
+# Rule-versus-rule flips (SEMANTICS §10): per ordered pair of rules, the runs
+# both decided, the runs accepted under ``rule_a`` and not under ``rule_b``,
+# and the first few of those runs' ids.
+FLIPS = pa.schema(
+    [
+        ("rule_a", _LSTR),
+        ("rule_b", _LSTR),
+        ("runs_compared", pa.uint32()),
+        ("flips", pa.uint32()),
+        ("sample_run_ids", pa.large_list(_LSTR)),
+    ]
+)
+OUTPUTS: dict[str, pa.Schema] = {"acceptance": ACCEPTANCE, "flips": FLIPS}
 
 
 def _polars_dtype(t: pa.DataType) -> pl.DataType:
     """The polars type of an Arrow type used here (no conversion of data, so
-    polars does not import pandas, which costs a third of a second)."""
+    polars does not import pandas, which is slow to import)."""
     simple: dict[pa.DataType, pl.DataType] = {
         pa.string(): pl.String(),
         pa.large_string(): pl.String(),
+        pa.uint32(): pl.UInt32(),
         pa.int32(): pl.Int32(),
         pa.int64(): pl.Int64(),
         pa.float64(): pl.Float64(),
@@ -485,3 +512,7 @@ def polars_schema(table: str) -> pl.Schema:
     """
     schema = {**TABLES, **OUTPUTS}[table]
     return pl.Schema({f.name: _polars_dtype(f.type) for f in schema})
+
+
+# The polars schema of the flips (``engine.rates``: partials and their combine).
+FLIP_SCHEMA = polars_schema("flips")

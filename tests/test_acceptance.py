@@ -20,6 +20,8 @@ from polars.testing import assert_frame_equal
 
 import ocp_analytics as oa
 import tests.test_reference as base
+from ocp_analytics.engine import _compiled, _recorded
+from ocp_analytics.engine import acceptance as acc
 from ocp_analytics.ingestion.batch import read_documents
 from ocp_analytics.model.rules import rule_from_object
 from tests.conftest import AS_OF
@@ -128,9 +130,7 @@ def test_rules_of_many_parts_name_every_reason_in_order() -> None:
 
 def test_many_parts_by_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     """The same reasons when every rule's words are joined by keys (no table of outcomes)."""
-    import importlib
-
-    monkeypatch.setattr(importlib.import_module("ocp_analytics.engine.acceptance"), "_DENSE_MAX", 0)
+    monkeypatch.setattr(_compiled, "_DENSE_MAX", 0)
     test_rules_of_many_parts_name_every_reason_in_order()
 
 
@@ -198,17 +198,14 @@ def test_issue12_coded_texts_are_the_same_words(
     generated: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, path: str
 ) -> None:
     """decide(coded=True) gives rule, outcome and tier as Enum columns of the same words."""
-    import importlib
-
     from ocp_analytics.engine.evaluate import open_tables
     from ocp_analytics.engine.timeaxis import resolve_as_of
     from ocp_analytics.model.rules import resolve_rules
 
-    acc = importlib.import_module("ocp_analytics.engine.acceptance")
     if path == "keys":
-        monkeypatch.setattr(acc, "_DENSE_MAX", 0)
+        monkeypatch.setattr(_compiled, "_DENSE_MAX", 0)
     if path == "exploded":
-        monkeypatch.setattr(acc, "RECORDED_COMPILED_MAX", 0)
+        monkeypatch.setattr(_recorded, "RECORDED_COMPILED_MAX", 0)
     ds, rules = generated
     tables = open_tables(ds)[0]
     alt, when = resolve_rules([rules, "tests+review"]), resolve_as_of(AS_OF)

@@ -336,23 +336,25 @@ def test_issue12_run_id_encoded_once_a_slice_and_the_file_as_one_writer_writes(
     import pyarrow as pa
 
     from ocp_analytics import api
+    from ocp_analytics.store import parquet_writer
+    from ocp_analytics.store.parquet_writer import ThreadedParquetWriter
 
     ds, rules = generated
     frames: list[pa.Table] = []
     encoded: list[list[str]] = []
-    real_add, real_encode = api._Writer.add, api.encode
+    real_write, real_encode = ThreadedParquetWriter.write, parquet_writer.encode
 
-    def add(self: api._Writer, decisions: pl.DataFrame) -> None:
-        real_add(self, decisions)
-        assert self._last is not None and decisions.height > 0
-        frames.append(self._last)  # the frame as converted for the writer
+    def write(self: ThreadedParquetWriter, table: pa.Table) -> None:
+        real_write(self, table)
+        assert table.num_rows > 0
+        frames.append(table)  # the frame as converted for the writer
 
     def encode(table: pa.Table, *a: object, **k: object) -> pa.Buffer:
         encoded.append(table.column_names)
         return real_encode(table, *a, **k)
 
-    monkeypatch.setattr(api._Writer, "add", add)
-    monkeypatch.setattr(api, "encode", encode)
+    monkeypatch.setattr(ThreadedParquetWriter, "write", write)
+    monkeypatch.setattr(parquet_writer, "encode", encode)
     out = tmp_path / "acc.parquet"
     rows = oa.write_acceptance(ds, out, rules, as_of=AS_OF, slice_runs=250)
     n_slices = len(list(slices(ds, 250)))
@@ -381,12 +383,13 @@ def test_issue12_frames_of_several_row_groups_and_parts_larger_than_their_buffer
 ) -> None:
     """A frame longer than a row group (slices above 1Mi runs) leaves out no column;
     a part larger than the buffer it was meant for goes to fresh memory."""
-    from ocp_analytics import _parquet_parallel, api
+    from ocp_analytics.store import parquet_parallel as _parquet_parallel
+    from ocp_analytics.store import parquet_writer
 
     ds, rules = generated
     plain = tmp_path / "plain.parquet"
     oa.write_acceptance(ds, plain, rules, as_of=AS_OF, slice_runs=250)
-    monkeypatch.setattr(api, "PART_SPACE", 1024)  # every part overflows its first buffer
+    monkeypatch.setattr(parquet_writer, "PART_SPACE", 1024)  # every part overflows its first buffer
     small = tmp_path / "small.parquet"
     oa.write_acceptance(ds, small, rules, as_of=AS_OF, slice_runs=250)
     assert small.read_bytes() == plain.read_bytes()

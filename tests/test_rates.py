@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import polars as pl
+import pytest
 
-from ocp_analytics.engine.rates import rates_from, wilson
+from ocp_analytics.engine.rates import check_tier, rates_from, wilson
+from ocp_analytics.exceptions import OcpAnalyticsError
 
 
 def test_rates_median_and_shares_from_histogram() -> None:
@@ -38,3 +40,11 @@ def test_wilson_bounds_stay_within_0_and_1() -> None:
         (0.2065, 1.0),
         (None, None),
     ]
+
+
+def test_unknown_tier_is_refused_naming_the_tiers() -> None:
+    assert (check_tier("heuristic"), check_tier(None)) == ("heuristic", None)
+    with pytest.raises(
+        OcpAnalyticsError, match="use one of verified, reported, heuristic, asserted"
+    ):
+        check_tier("gold")

@@ -13,3 +13,30 @@ def test_polars_schema_is_what_arrow_converts_to(table: str) -> None:
     empty = pl.from_arrow({**S.TABLES, **S.OUTPUTS}[table].empty_table())
     assert isinstance(empty, pl.DataFrame)
     assert S.polars_schema(table) == empty.schema
+
+
+def test_the_decisions_columns_are_the_declared_acceptance_table() -> None:
+    from ocp_analytics.engine.acceptance import OUTPUT_SCHEMA
+
+    assert list(OUTPUT_SCHEMA) == S.ACCEPTANCE.names
+    assert dict(S.polars_schema("acceptance")) == OUTPUT_SCHEMA
+
+
+def test_flip_counts_have_the_declared_flips_columns() -> None:
+    from ocp_analytics.engine.rates import flag_counts
+
+    flags = pl.DataFrame({"_doc": [1, 1], "r": [0, 1], "a": [True, False]})
+    ids = pl.DataFrame({"_doc": [1], "run_id": ["r1"]})
+    flips = flag_counts(flags, ids, ["x", "y"], 5)
+    assert flips.schema == S.FLIP_SCHEMA == S.polars_schema("flips")
+    assert flips.columns == S.FLIPS.names
+    assert flips.rows() == [("x", "y", 1, 1, ["r1"]), ("y", "x", 1, 0, [])]
+
+
+def test_tier_words_are_spelled_once() -> None:
+    from typing import get_args
+
+    from ocp_analytics._typing import Tier
+
+    assert S.OUTCOME_TIERS == get_args(Tier) == ("verified", "reported", "heuristic", "asserted")
+    assert tuple(S.TIER_Q) == S.OUTCOME_TIERS

@@ -98,3 +98,12 @@ def test_window_with_no_runs_gives_no_rows(ds: Path) -> None:
     matrix, flips = oa.compare(ds, ["tests"], as_of=AS_OF, since="2025-01-01", until="2025-02-01")
     assert matrix.collect().height == 0
     assert flips.collect().height == 0
+
+
+def test_period_words_are_spelled_once() -> None:
+    from typing import get_args
+
+    from ocp_analytics._typing import Period
+    from ocp_analytics.engine.timeaxis import PERIODS
+
+    assert tuple(PERIODS) == get_args(Period) == ("day", "week", "month")

@@ -1,6 +1,10 @@
 """Pure decisions: per-run features, acceptance under rules, the one slice
 loop, rates and their partials, the time axis.
 
+``acceptance`` is the door to the decisions; its parts are private modules:
+rules compiled into columns (``_compiled``), each run's own rule
+(``_recorded``) and the one finish of SEMANTICS §6–§9 (``_finish``).
+
 Imports the ground, ``model`` and ``store`` (the slice loop reads a dataset);
 never ``ingestion``.
 """

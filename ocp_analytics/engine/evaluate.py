@@ -15,7 +15,7 @@ import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import polars as pl
 
@@ -25,6 +25,9 @@ from ocp_analytics.exceptions import OcpAnalyticsError, hint
 from ocp_analytics.model.links import LINK_COLUMNS
 from ocp_analytics.model.rules import Rule
 from ocp_analytics.store.dataset import Dataset, scan_dataset
+
+if TYPE_CHECKING:
+    from ocp_analytics._typing import DatasetLike
 
 SLICE_RUNS = 500_000
 SLICED_TABLES = ("runs", "signals", "attempts", "rules", "artifacts")
@@ -112,7 +115,7 @@ def empty_decisions(runs: pl.LazyFrame, carry: Sequence[pl.Expr] = ()) -> pl.Dat
 
 
 def open_tables(
-    dataset: object,
+    dataset: DatasetLike,
 ) -> tuple[Tables, pl.DataFrame | None, Tables | None, Mapping[int, bool]]:
     """The tables of ``dataset``, its manifest, its unfiltered scans and signal links.
 
@@ -123,7 +126,7 @@ def open_tables(
     """
     if isinstance(dataset, Mapping):
         return {k: v.lazy() for k, v in dataset.items()}, None, None, {}
-    ds = dataset if isinstance(dataset, Dataset) else scan_dataset(dataset)  # type: ignore[arg-type]
+    ds = dataset if isinstance(dataset, Dataset) else scan_dataset(dataset)
     superseded = any(ds.frames[t] is not ds.scans.get(t, ds.frames[t]) for t in ds.frames)
     return ds.frames, ds.manifest, ds.scans if superseded else None, ds.signal_links
 
@@ -181,7 +184,7 @@ def doc_ranges(manifest: pl.DataFrame | None, size: int = SLICE_RUNS) -> list[tu
     return list(itertools.pairwise(bounds))
 
 
-def slices(dataset: object, size: int = SLICE_RUNS) -> Iterator[Tables]:
+def slices(dataset: DatasetLike, size: int = SLICE_RUNS) -> Iterator[Tables]:
     """The dataset's tables, a ``doc_id`` range at a time (see :func:`doc_ranges`).
 
     Every run's signals, attempts and rule share its ``doc_id``, so each slice
@@ -233,15 +236,16 @@ def windowed(tables: Tables, since: datetime | None, until: datetime | None) -> 
 def _hand_over(frames: Sequence[pl.LazyFrame], cols: Sequence[str], sinks: Sequence[Sink]) -> None:
     """Collect each rule's decisions of one slice and give them to every sink, in order."""
     for frame in frames:
-        # a projection over in-memory features: the in-memory engine
-        # spends 6 % less CPU here than the streaming one (500k runs)
+        # a projection over in-memory features: the in-memory engine spends
+        # less CPU here than the streaming one (benchmarks/RESULTS.md,
+        # "Evaluation at the floor (#12), second pass")
         decisions = frame.select(cols).collect(engine="in-memory")
         for sink in sinks:
             sink.add(decisions)
 
 
 def run(
-    dataset: object,
+    dataset: DatasetLike,
     rules: Sequence[Rule],
     as_of: datetime,
     sinks: Sequence[Sink],
@@ -262,8 +266,8 @@ def run(
     rules and hands them to the sinks (always from that one thread, slice
     after slice, rule after rule), this one computes the next slice's shared
     features. Both release the GIL in polars, so the two cores stay busy
-    (at 2M runs x 20 rules the shared work was otherwise a third of the
-    wall time with one core idle).
+    (otherwise one core idles through the shared work: benchmarks/RESULTS.md,
+    "Two slices in flight, ...", 2026-12-04).
     """
     wanted = list(dict.fromkeys(c for s in sinks for c in s.columns))
     coded = bool(sinks) and all(getattr(s, "coded", False) for s in sinks)

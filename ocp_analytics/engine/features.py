@@ -90,9 +90,9 @@ def _latest(signals: pl.LazyFrame, kind: pl.Expr, names: Sequence[str] | None) -
     if names is not None:
         s = s.filter(pl.col("name").is_in(list(names)))
     # One sort, then the last row of each (run, name), found by comparing a
-    # row's keys with the next row's: 35-40 % less CPU than a group-by
-    # sorting each group, and the comparison 10x less than a hashed
-    # ``unique`` (measured at 400k and 500k runs, same rows).
+    # row's keys with the next row's: less CPU than a group-by sorting each
+    # group, and the comparison far less than a hashed ``unique`` (see
+    # benchmarks/RESULTS.md, "Writer ahead, cheaper shared features", 2026-12-04).
     link = _links(signals)
     cols = ["doc_id", "name", "value_text", "value_num", *link, "tier", *_LATEST_KEYS]
     last = pl.any_horizontal(pl.col(k).ne_missing(pl.col(k).shift(-1)) for k in ("doc_id", "name"))

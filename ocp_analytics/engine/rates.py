@@ -13,9 +13,10 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from ocp_analytics._typing import Tier
 from ocp_analytics.engine.features import TIER_RANK
 from ocp_analytics.exceptions import OcpAnalyticsError, hint
-from ocp_analytics.schemas import OUTCOME_TIERS
+from ocp_analytics.schemas import FLIP_SCHEMA, OUTCOME_TIERS
 
 Z95 = 1.959963984540054
 LABEL_PREFIX = "label."
@@ -94,8 +95,30 @@ def group_exprs(by: Sequence[str], runs_schema: pl.Schema) -> list[pl.Expr]:
     return exprs
 
 
+def check_tier(tier: str | None) -> Tier | None:
+    """``tier`` itself when it is a tier word or ``None``; else an error naming the words.
+
+    Examples
+    --------
+    >>> check_tier("reported")
+    'reported'
+    >>> check_tier("gold")
+    Traceback (most recent call last):
+    ...
+    ocp_analytics.exceptions.OcpAnalyticsError: unknown tier 'gold'.
+    <BLANKLINE>
+    Hint: use one of verified, reported, heuristic, asserted.
+    """
+    if tier is None:
+        return None
+    for word in OUTCOME_TIERS:
+        if tier == word:
+            return word
+    raise OcpAnalyticsError(hint(f"unknown tier {tier!r}.", f"use one of {', '.join(TIER_RANK)}."))
+
+
 def partials(
-    acc: pl.LazyFrame, keys: Sequence[str], min_tier: str | None
+    acc: pl.LazyFrame, keys: Sequence[str], min_tier: Tier | None
 ) -> tuple[pl.LazyFrame, pl.LazyFrame]:
     """Counts per (keys, rule), and the histogram of attempts to acceptance.
 
@@ -177,7 +200,7 @@ def combine(counts: pl.LazyFrame, hist: pl.LazyFrame, keys: Sequence[str]) -> pl
 
 
 def rates_from(
-    acc: pl.LazyFrame, by: Sequence[str] = (), min_tier: str | None = None
+    acc: pl.LazyFrame, by: Sequence[str] = (), min_tier: Tier | None = None
 ) -> pl.LazyFrame:
     """Aggregate acceptance rows (with group columns ``by``) into rates."""
     return combine(*partials(acc, by, min_tier), by)
@@ -229,17 +252,7 @@ def compare_matrix(long: pl.DataFrame, names: list[str], groups: list[str]) -> p
     return matrix.select(*keys, *ordered)
 
 
-# --- flips ----------------------------------------------------------------------
-
-FLIP_SCHEMA = pl.Schema(
-    {
-        "rule_a": pl.String(),
-        "rule_b": pl.String(),
-        "runs_compared": pl.UInt32(),
-        "flips": pl.UInt32(),
-        "sample_run_ids": pl.List(pl.String()),
-    }
-)
+# --- flips (their columns: schemas.FLIPS) ---------------------------------------
 
 
 def flip_counts(acc: pl.DataFrame, names: list[str], sample: int) -> pl.DataFrame:
@@ -356,7 +369,7 @@ class RatePartials:
 
     columns = ("rule", "outcome", "tier", "window_open", ATT, "accepted_attempt_n", "as_of")
 
-    def __init__(self, keys: Sequence[str], min_tier: str | None) -> None:
+    def __init__(self, keys: Sequence[str], min_tier: Tier | None) -> None:
         self.keys = list(keys)
         self.min_tier = min_tier
         self.counts: list[pl.DataFrame] = []

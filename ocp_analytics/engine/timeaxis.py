@@ -14,14 +14,16 @@ from datetime import UTC, datetime, timedelta
 
 import polars as pl
 
+from ocp_analytics._typing import Period, When
 from ocp_analytics.exceptions import OcpAnalyticsError, hint
 
-PERIODS = {"day": "1d", "week": "1w", "month": "1mo"}
+# Each period's polars interval; the keys are the words of ``Period``, in order.
+PERIODS: dict[Period, str] = {"day": "1d", "week": "1w", "month": "1mo"}
 _DURATION = re.compile(r"^\s*(\d+)\s*(m|h|d|w)\s*$")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 
-def resolve_as_of(as_of: datetime | str | None) -> datetime:
+def resolve_as_of(as_of: When) -> datetime:
     """``as_of`` as an aware UTC instant; now when ``None``; naive reads as UTC.
 
     Examples
@@ -48,7 +50,7 @@ def resolve_as_of(as_of: datetime | str | None) -> datetime:
     return as_of.astimezone(UTC)
 
 
-def _instant(value: datetime | str | None, as_of: datetime, what: str) -> datetime | None:
+def _instant(value: When, as_of: datetime, what: str) -> datetime | None:
     if value is None:
         return None
     if isinstance(value, str):
@@ -69,7 +71,7 @@ def _instant(value: datetime | str | None, as_of: datetime, what: str) -> dateti
 
 
 def resolve_window(
-    since: datetime | str | None, until: datetime | str | None, as_of: datetime | str | None
+    since: When, until: When, as_of: When
 ) -> tuple[datetime | None, datetime | None]:
     """The window ``[since, until)`` as UTC instants; durations count back from ``as_of``.
 
@@ -124,16 +126,31 @@ def in_window(since: datetime | None, until: datetime | None) -> pl.Expr | None:
     return cond
 
 
-def check_period(period: str | None) -> str | None:
-    """``period`` itself when it is ``day``, ``week``, ``month`` or ``None``."""
-    if period is not None and period not in PERIODS:
-        raise OcpAnalyticsError(
-            hint(f"unknown period {period!r}.", f"use one of {', '.join(PERIODS)}.")
-        )
-    return period
+def check_period(period: str | None) -> Period | None:
+    """``period`` itself when it is ``day``, ``week``, ``month`` or ``None``.
+
+    Examples
+    --------
+    >>> check_period("week")
+    'week'
+    >>> check_period("year")
+    Traceback (most recent call last):
+    ...
+    ocp_analytics.exceptions.OcpAnalyticsError: unknown period 'year'.
+    <BLANKLINE>
+    Hint: use one of day, week, month.
+    """
+    if period is None:
+        return None
+    for word in PERIODS:
+        if period == word:
+            return word
+    raise OcpAnalyticsError(
+        hint(f"unknown period {period!r}.", f"use one of {', '.join(PERIODS)}.")
+    )
 
 
-def period_start(period: str) -> pl.Expr:
+def period_start(period: Period) -> pl.Expr:
     """The UTC start of the run's period bucket (over ``runs``), named ``period``.
 
     Examples

@@ -37,8 +37,8 @@ def attempt_positions(attempts: pl.LazyFrame) -> pl.LazyFrame:
     ``pos`` is the 1-based place in that order; ``n`` falls back to the place
     among attempts of the same node. When ids repeat, the first in order wins.
     Places are counted over sorted rows, where a group starts when its key
-    changes (measured at 500k runs: 0.57x the CPU of running counts over
-    windows and a unique).
+    changes: about half the CPU of running counts over windows and a unique
+    (benchmarks/RESULTS.md, "Evaluation at the floor (#12), second pass").
 
     Examples
     --------

@@ -10,14 +10,16 @@ from __future__ import annotations
 import math
 import re
 import tomllib
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from ocp_analytics.exceptions import RuleError, hint
+
+if TYPE_CHECKING:
+    from ocp_analytics._typing import RulesLike
 
 RECORDED = "recorded"
 # The largest window: ended_at + window_days must stay a representable instant
@@ -391,15 +393,24 @@ def _check_names(rule: Rule) -> None:
             )
 
 
-def resolve_rules(rules: Rule | str | Path | Iterable[Rule | str] | None) -> list[Rule]:
+def resolve_rules(rules: RulesLike) -> list[Rule]:
     """Normalise the ``rules`` argument of the API into unique, valid rules.
 
     Accepts a :class:`Rule`, a short-form string, a path to a rules file, or
     a sequence of those. ``None`` means no alternative rules.
+
+    Examples
+    --------
+    >>> [r.name for r in resolve_rules(["tests+review", Rule("strict", requires=("tests",))])]
+    ['tests+review', 'strict']
+    >>> resolve_rules(None)
+    []
     """
     if rules is None:
         return []
-    items: Sequence[Any] = [rules] if isinstance(rules, Rule | str | Path) else list(rules)
+    items: list[Rule | str | Path] = (
+        [rules] if isinstance(rules, Rule | str | Path) else list(rules)
+    )
     out: list[Rule] = []
     for item in items:
         if isinstance(item, Rule):

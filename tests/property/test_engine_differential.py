@@ -11,7 +11,6 @@ the reference too.
 
 from __future__ import annotations
 
-import importlib
 import math
 from pathlib import Path
 
@@ -20,14 +19,15 @@ from hypothesis import HealthCheck, Phase, given, settings
 
 import ocp_analytics as oa
 from benchmarks.generate import generate_documents
+from ocp_analytics.engine import _compiled, _recorded
 from ocp_analytics.ingestion.batch import read_documents
 from ocp_analytics.model.rules import rule_from_object
 from tests import reference
 from tests.property.strategies import alternative_rules, as_of_instants, document_batches
 
 FIELDS = reference.RESULT_FIELDS
-# the module (``ocp_analytics.engine.acceptance`` as an attribute is the function)
-ENGINE = importlib.import_module("ocp_analytics.engine.acceptance")
+# The engine's settings and the modules that read them.
+SETTINGS_OF = {"RECORDED_COMPILED_MAX": _recorded, "_DENSE_MAX": _compiled}
 EXAMPLES = 200
 BATCH = (10, 14)  # 200 examples x ~12 documents = ~2,400 documents per run
 
@@ -59,12 +59,13 @@ def check_batch(docs: list[dict], rules: list[dict], as_of) -> int:
 
 def check_with(setting: str, value: int, docs: list[dict], rules: list[dict], as_of) -> None:
     """:func:`check_batch` with the engine's ``setting`` set to ``value`` (restored after)."""
-    saved = getattr(ENGINE, setting)
-    setattr(ENGINE, setting, value)
+    module = SETTINGS_OF[setting]
+    saved = getattr(module, setting)
+    setattr(module, setting, value)
     try:
         check_batch(docs, rules, as_of)
     finally:
-        setattr(ENGINE, setting, saved)
+        setattr(module, setting, saved)
 
 
 # No shrinking: it takes minutes on batches this size, and a failure already
