@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
+from typing import Any
 
+import polars as pl
 import pytest
 
 import ocp_analytics as oa
 from ocp_analytics import schemas as S
 from ocp_analytics.store import dataset as D
+from ocp_analytics.store.storage import store
 
 SOLO = Path(__file__).parent / "data" / "examples" / "v0.3" / "solo.ocp.json"
 
@@ -55,3 +59,45 @@ def test_issue9_folder_with_a_commit_but_no_marker_is_refused(tmp_path: Path) ->
     (root / D.BATCHES / "00000001.json").write_text("{}")
     with pytest.raises(oa.DatasetError, match="not a dataset"):
         oa.ingest(SOLO, root)
+
+
+def test_issue38_every_part_has_its_manifest_entry(tmp_path: Path) -> None:
+    """Size, rows, SHA-256 and the doc_id and run-time ranges, as the files hold them."""
+    root = tmp_path / "ds"
+    oa.ingest([SOLO.parent, SOLO.parents[2] / "bad" / "not_json.ndjson"], root)
+    (record,) = D.read_commits(root)
+    entries = {e["file"]: e for e in record["parts"]}
+    listed = [f for files in record["files"].values() for f in files]
+    assert sorted(entries) == sorted(listed) and len(listed) == 6
+    for file, entry in entries.items():
+        table = file.split("/")[0]
+        frame = pl.read_parquet(root / file)
+        data = (root / file).read_bytes()
+        want: dict[str, Any] = {
+            "file": file,
+            "table": table,
+            "size": len(data),
+            "rows": frame.height,
+            "sha256": hashlib.sha256(data).hexdigest(),
+        }
+        if "doc_id" in frame.columns:
+            want["doc_id"] = [frame["doc_id"].min(), frame["doc_id"].max()]
+        if table == "runs":
+            times = frame.select(pl.coalesce("ended_at", "started_at")).to_series()
+            want["time"] = [f"{t:%Y-%m-%dT%H:%M:%S.%f}Z" for t in (times.min(), times.max())]
+        assert entry == want
+
+
+def test_issue38_a_part_is_written_as_the_store_writes_parquet(tmp_path: Path) -> None:
+    """The part encoded in memory (to hash it) holds the bytes pyarrow writes to a file."""
+    table = S.part_table(oa.scan_dataset(_solo(tmp_path)).signals.collect(), "signals")
+    entry = D.write_parquet_atomic(table, tmp_path / "a.parquet", part_of="signals")
+    store(tmp_path / "b.parquet").write_parquet(table, options=S.parquet_options("signals"))
+    assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
+    assert (entry.file, entry.rows) == ("signals/a.parquet", 2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.parquet", "b.parquet", "ds"]
+
+
+def _solo(tmp_path: Path) -> Path:
+    oa.ingest(SOLO, tmp_path / "ds")
+    return tmp_path / "ds"

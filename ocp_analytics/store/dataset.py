@@ -4,7 +4,8 @@ Layout::
 
     DATASET/
       ocp-dataset.json          format marker
-      _batches/NNNNNNNN.json    one commit record per batch (the manifest)
+      _batches/NNNNNNNN.json    one commit record per batch: its files, its sources,
+                                and a manifest entry per part (see store/manifest.py)
       runs/ attempts/ signals/ rules/ artifacts/ findings/ quarantine/ events/
                                 Parquet parts named <batch_id>-<part>.parquet
 
@@ -28,7 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import orjson
 import polars as pl
@@ -37,6 +38,7 @@ import pyarrow.parquet as pq
 
 from ocp_analytics import schemas as S
 from ocp_analytics.exceptions import DatasetError, hint
+from ocp_analytics.store.manifest import PartEntry, describe_part
 from ocp_analytics.store.storage import Store, store
 
 FORMAT = {"format": "ocp-analytics-dataset", "version": 1}
@@ -49,16 +51,60 @@ STAGING = "_staging"  # parts of a Spark ingest before its commit
 SIGNAL_LINKS = "signal_links"
 
 
+@overload
+def write_parquet_atomic(table: pa.Table, path: str | Path | Store) -> None: ...
+
+
+@overload
+def write_parquet_atomic(
+    table: pa.Table, path: str | Path | Store, *, part_of: str
+) -> PartEntry: ...
+
+
 def write_parquet_atomic(
     table: pa.Table, path: str | Path | Store, *, part_of: str | None = None
-) -> None:
+) -> PartEntry | None:
     """Write a Parquet file atomically: a temporary name renamed into place, or one PUT.
 
     ``part_of``: the dataset table the file is a part of; its parts are
-    encoded as :func:`~ocp_analytics.schemas.parquet_options` says.
+    encoded as :func:`~ocp_analytics.schemas.parquet_options` says, and its
+    manifest entry is returned (the part at ``TABLE/NAME``, ``NAME`` being
+    ``path``'s), computed from ``table`` and the encoded bytes.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> t = pa.table({"doc_id": [5, 2]})
+    >>> e = write_parquet_atomic(t, tempfile.mkdtemp() + "/p.parquet", part_of="rules")
+    >>> e.file, e.rows, e.doc_id, len(e.sha256)
+    ('rules/p.parquet', 2, (2, 5), 64)
     """
-    options = S.parquet_options(part_of) if part_of is not None else None
-    store(path).write_parquet(table, options=options)
+    target = store(path)
+    if part_of is None:
+        target.write_parquet(table)
+        return None
+    # Encoded in memory, so the checksum is taken from the bytes written, never
+    # from a second read of the file (a GET on an object store).
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="zstd", **S.parquet_options(part_of))
+    data = sink.getvalue()
+    _put(target, data)
+    return describe_part(table, data, part_of, f"{part_of}/{target.name}")
+
+
+def _put(target: Store, data: pa.Buffer) -> None:
+    """Write a part's bytes as :meth:`~.storage.Store.write_parquet` does: rename or one PUT.
+
+    Unlike :meth:`~.storage.Store.write_bytes`, a local part is not fsynced,
+    as parts never were: only the commit record is.
+    """
+    if target.remote:
+        target.write_bytes(data)
+        return
+    tmp = target.path.with_name(f".{target.path.name}.tmp")
+    with tmp.open("wb") as f:
+        f.write(data)
+    os.replace(tmp, target.path)
 
 
 def is_dataset(path: str | Path | Store) -> bool:
@@ -185,12 +231,36 @@ def _remote_lock(root: Store) -> Iterator[None]:
         lock.delete()
 
 
+def record_names(root: Store) -> list[str]:
+    """The names of the commit records in ``_batches/``, oldest first."""
+    names = root.child(BATCHES).names()
+    return sorted(n for n in names if n.endswith(".json") and not n.startswith("."))
+
+
 def read_commits(path: str | Path | Store) -> list[dict[str, Any]]:
-    """Every committed batch record, oldest first."""
+    """Every committed batch record, oldest first.
+
+    A record that is not a JSON object holding ``seq`` and ``files`` raises
+    a :class:`~ocp_analytics.exceptions.DatasetError` naming it (see
+    :func:`~ocp_analytics.store.verify.verify`).
+    """
     root = store(path)
-    folder = root.child(BATCHES)
-    names = sorted(n for n in folder.names() if n.endswith(".json") and not n.startswith("."))
-    return [orjson.loads(folder.child(n).read_bytes()) for n in names]
+    return [_read_record(root, name) for name in record_names(root)]
+
+
+def _read_record(root: Store, name: str) -> dict[str, Any]:
+    try:
+        record = orjson.loads(root.child(BATCHES, name).read_bytes())
+    except orjson.JSONDecodeError as exc:
+        problem = f"is not valid JSON ({exc})"
+    else:
+        if isinstance(record, dict) and isinstance(record.get("files"), dict) and "seq" in record:
+            return record
+        problem = "is not an object holding 'seq' and 'files'"
+    raise DatasetError(
+        f"the commit record {BATCHES}/{name} of {str(root)!r} {problem}. "
+        f"Hint: run `ocp-analytics verify {root}`."
+    )
 
 
 def commit(path: str | Path | Store, record: dict[str, Any]) -> None:
@@ -356,6 +426,7 @@ class BatchWriter:
         self.root, self.seq = root, seq
         self.batch_id = f"{seq:08d}-{uuid.uuid4().hex[:8]}"
         self.files: dict[str, list[str]] = {t: [] for t in S.TABLES}
+        self.entries: list[PartEntry] = []  # one per part written, in order
         self.sources: list[Any] = []
         self.next_doc = 0
         self.parts = 0
@@ -404,7 +475,7 @@ class BatchWriter:
     def _write_part(self, part: list[tuple[str, list[pl.DataFrame], str]]) -> None:
         for table, frames, rel in part:
             arrow = S.part_table(pl.concat(frames), table)
-            write_parquet_atomic(arrow, self.root.child(rel), part_of=table)
+            self.entries.append(write_parquet_atomic(arrow, self.root.child(rel), part_of=table))
 
     def wait(self) -> None:
         """Wait for the part being written (a failed write raises here)."""
@@ -438,6 +509,7 @@ class BatchWriter:
                 "files": self.files,
                 "sources": [s.record() for s in self.sources],
                 "superseding": self.superseding,
+                "parts": [e.to_json() for e in self.entries],
                 **(extra or {}),
             },
         )

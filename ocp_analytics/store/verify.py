@@ -1,0 +1,396 @@
+"""The integrity of a dataset: every listed part against its manifest entry.
+
+:func:`verify` checks each commit record's shape and each part its records
+list (exists, size, SHA-256, a readable Parquet footer, row count), and
+returns one :class:`Damage` per damaged file, naming the batch and the
+sources that wrote it. Parts of records written before the manifest
+(``store/manifest.py``) are checked for what such records allow: existence
+and a readable footer.
+
+:func:`damaged_parts` is for the other commands: around a read, it turns the
+error polars, pyarrow or DuckDB raise on a damaged part (a ``ComputeError``,
+``ArrowInvalid``, ``OSError``, a Rust ``PanicException``), which seldom names
+the file, into a one-line :class:`~ocp_analytics.exceptions.DatasetError`
+that does, found by the same checks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+from polars.exceptions import ComputeError, PanicException
+
+from ocp_analytics import schemas as S
+from ocp_analytics.exceptions import DatasetError
+from ocp_analytics.store.dataset import BATCHES, open_existing, record_names
+from ocp_analytics.store.manifest import PartEntry, record_entries
+from ocp_analytics.store.storage import Store
+
+if TYPE_CHECKING:
+    from ocp_analytics._typing import StoreLike
+
+__all__ = ["Damage", "damaged_parts", "part_problem", "record_problems", "verify"]
+
+_BLOCK = 1 << 20  # bytes hashed at a time: memory stays flat whatever a part's size
+_WORKERS = 4  # parts checked at once (hashing releases the GIL; remote reads wait)
+
+
+@dataclass(frozen=True)
+class Damage:
+    """A damaged part or commit record, and the batch that wrote it.
+
+    Examples
+    --------
+    >>> d = Damage("runs/2-ab-0.parquet", "missing", "runs", 2, "2-ab", ("a.json", "b.json", "c"))
+    >>> print(d)
+    runs/2-ab-0.parquet: missing (batch 2 2-ab, sources: a.json, b.json and 1 more)
+    """
+
+    file: str  # relative to the dataset root
+    problem: str
+    table: str | None = None  # None: a commit record
+    seq: int | None = None
+    batch_id: str | None = None
+    sources: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        batch = " ".join(str(v) for v in (self.seq, self.batch_id) if v is not None)
+        origin = [f"batch {batch}"] if batch else []
+        if self.sources:
+            shown = ", ".join(self.sources[:2])
+            more = len(self.sources) - 2
+            origin.append(f"sources: {shown}" + (f" and {more} more" if more > 0 else ""))
+        return f"{self.file}: {self.problem}" + (f" ({', '.join(origin)})" if origin else "")
+
+
+def verify(dataset: StoreLike, *, checksums: bool = True) -> list[Damage]:
+    """Check every commit record and every part it lists; one :class:`Damage` per damaged file.
+
+    Parameters
+    ----------
+    dataset
+        The dataset: a local path, an ``s3://`` or ``abfss://`` URI, or a
+        :class:`~ocp_analytics.store.storage.Store`.
+    checksums
+        Hash every part (reads every byte; ``False`` reads sizes and footers only).
+
+    Returns
+    -------
+    list[Damage]
+        Empty when the dataset is whole: records first, then parts, in commit order.
+
+    Examples
+    --------
+    >>> import ocp_analytics as oa, tempfile, pathlib
+    >>> out = tempfile.mkdtemp() + "/ds"
+    >>> _ = oa.ingest(["tests/data/examples/v0.3/solo.ocp.json"], out)
+    >>> verify(out)
+    []
+    >>> part = next(pathlib.Path(out, "signals").glob("*.parquet"))
+    >>> _ = part.write_bytes(part.read_bytes()[:100])
+    >>> [d.problem for d in verify(out)]
+    ['100 bytes, the manifest says 3648']
+    """
+    root = open_existing(dataset)
+    damages: list[Damage] = []
+    checks: list[tuple[PartEntry, Damage]] = []  # each part, with its damage but the problem
+    for name, record, problems in _records(root):
+        blame = _blame(record, f"{BATCHES}/{name}", name)
+        if problems:
+            damages.append(_with(blame, "; ".join(problems)))
+        if isinstance(record, dict):
+            checks += [(e, _with(blame, "", e)) for e in record_entries(record)]
+    with ThreadPoolExecutor(_WORKERS) as pool:
+        found = pool.map(
+            lambda e: part_problem(root, e, checksum=checksums), [e for e, _ in checks]
+        )
+        damages += [_with(d, p) for (_, d), p in zip(checks, found, strict=True) if p]
+    return damages
+
+
+def _records(root: Store) -> Iterator[tuple[str, Any, list[str]]]:
+    """Each commit record's name, content (``None`` when unreadable) and shape problems.
+
+    Besides each record's own shape: a ``seq`` missing between two records (a
+    deleted record), and a part listed by two records.
+    """
+    names = record_names(root)
+    yield from _missing(root, names)
+    listed: dict[str, str] = {}
+    for name in names:
+        try:
+            record = orjson.loads(root.child(BATCHES, name).read_bytes())
+        except orjson.JSONDecodeError as exc:
+            yield name, None, [f"not valid JSON ({exc})"]
+            continue
+        problems = record_problems(record, name)
+        for e in record_entries(record) if isinstance(record, dict) else ():
+            if e.file in listed:
+                problems.append(f"lists {e.file}, which {listed[e.file]} lists too")
+            listed.setdefault(e.file, f"{BATCHES}/{name}")
+        yield name, record, problems
+
+
+def _missing(root: Store, names: list[str]) -> Iterator[tuple[str, Any, list[str]]]:
+    """A record missing between two others: deleted (a writer never leaves a gap)."""
+    seqs = {int(n[:-5]) for n in names if n[:-5].isdigit()}
+    gaps = sorted(set(range(min(seqs, default=0), max(seqs, default=0))) - seqs)
+    if not gaps:
+        return
+    on_disk = [n for t in S.TABLES for n in root.child(t).names() if n.endswith(".parquet")]
+    for seq in gaps:
+        parts = sum(1 for n in on_disk if n.startswith(f"{seq:08d}-"))
+        problem = "missing, while records before and after it exist"
+        yield f"{seq:08d}.json", None, [f"{problem}; {parts} of its parts are left unread"]
+
+
+def record_problems(record: Any, name: str) -> list[str]:
+    """What is wrong with the shape of a commit record named ``name``; empty when nothing.
+
+    Examples
+    --------
+    >>> r = {"batch_id": "00000001-ab", "seq": 1, "committed_at": "2026-12-01T00:00:00+00:00",
+    ...      "files": {"runs": ["runs/00000001-ab-00000.parquet"]}, "sources": [{"path": "a.json"}],
+    ...      "parts": [{"file": "runs/00000001-ab-00000.parquet", "table": "runs", "rows": 3}]}
+    >>> record_problems(r, "00000001.json")
+    []
+    >>> record_problems({**r, "seq": 2, "parts": []}, "00000001.json")
+    ['seq is 2 in the record 00000001.json', 'runs/00000001-ab-00000.parquet has no manifest entry']
+    """
+    if not isinstance(record, dict):
+        return [f"a JSON {type(record).__name__}, not an object"]
+    problems = [p for key, want in _FIELDS.items() if (p := _field(record, key, want))]
+    seq, stem = record.get("seq"), name.removesuffix(".json")
+    if isinstance(seq, int) and stem.isdigit() and seq != int(stem):
+        problems.append(f"seq is {seq} in the record {name}")
+    files = record.get("files")
+    if isinstance(files, dict):
+        problems += _files_problems(files)
+    for key in ("sources", "event_sources"):
+        sources = record.get(key, [])
+        if not isinstance(sources, list) or not all(_path(s) for s in sources):
+            problems.append(f"{key!r} is not a list of objects with a 'path'")
+    if "parts" in record and isinstance(files, dict):
+        problems += _parts_problems(record["parts"], files)
+    return problems
+
+
+# key -> the type a commit record holds under it (every record since the first has them)
+_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "batch_id": str,
+    "seq": int,
+    "committed_at": str,
+    "files": dict,
+    "sources": list,
+}
+
+
+def _field(record: Mapping[str, Any], key: str, want: type | tuple[type, ...]) -> str | None:
+    if key not in record:
+        return f"no {key!r}"
+    value = record[key]
+    if isinstance(value, bool) or not isinstance(value, want):
+        return f"{key!r} is {type(value).__name__}, not {getattr(want, '__name__', want)}"
+    return None
+
+
+def _path(source: Any) -> bool:
+    return isinstance(source, dict) and isinstance(source.get("path"), str)
+
+
+def _files_problems(files: Mapping[str, Any]) -> list[str]:
+    problems = []
+    for table, listed in files.items():
+        if not isinstance(listed, list):
+            problems.append(f"the files of {table!r} are not a list")
+            continue
+        for f in listed:
+            if not (isinstance(f, str) and f.startswith(f"{table}/") and f.endswith(".parquet")):
+                problems.append(f"{f!r} is not a Parquet file of the table {table!r}")
+    return problems
+
+
+def _parts_problems(parts: Any, files: Mapping[str, Any]) -> list[str]:
+    if not isinstance(parts, list):
+        return [f"'parts' is {type(parts).__name__}, not a list"]
+    problems: list[str] = []
+    entries: dict[str, PartEntry] = {}
+    for value in parts:
+        try:
+            entry = PartEntry.from_json(value)
+        except ValueError as exc:
+            problems.append(f"a manifest entry is unreadable: {exc}")
+            continue
+        entries[entry.file] = entry
+    listed = {f: t for t, fs in files.items() if isinstance(fs, list) for f in fs}
+    for f, table in listed.items():
+        if f not in entries:
+            problems.append(f"{f} has no manifest entry")
+        elif entries[f].table != table:
+            said = entries[f].table
+            problems.append(f"{f} is listed under {table!r}, its manifest entry says {said!r}")
+    problems += [
+        f"the manifest names {f}, which 'files' does not list" for f in entries.keys() - listed
+    ]
+    return problems
+
+
+def _blame(record: Any, file: str, name: str) -> Damage:
+    """The damage of ``file`` as the record says who wrote it (the problem left empty)."""
+    stem = name.removesuffix(".json")
+    seq, batch_id, sources = (int(stem) if stem.isdigit() else None), None, []
+    if isinstance(record, dict):
+        if seq is None and isinstance(record.get("seq"), int):  # the name's, else the record's
+            seq = record["seq"]
+        batch_id = record["batch_id"] if isinstance(record.get("batch_id"), str) else None
+        for key in ("sources", "event_sources"):
+            found = record.get(key)
+            sources += [s["path"] for s in found if _path(s)] if isinstance(found, list) else []
+    return Damage(file, "", None, seq, batch_id, tuple(sources))
+
+
+def _with(damage: Damage, problem: str, entry: PartEntry | None = None) -> Damage:
+    file, table = (entry.file, entry.table) if entry else (damage.file, damage.table)
+    return Damage(file, problem, table, damage.seq, damage.batch_id, damage.sources)
+
+
+# --- one part ---------------------------------------------------------------------------
+
+
+def part_problem(root: Store, entry: PartEntry, *, checksum: bool = True) -> str | None:
+    """What is wrong with a part against its manifest entry; ``None`` when nothing.
+
+    Checked in order, the first failure reported: the file exists, its size,
+    its SHA-256 (when ``checksum`` and the entry has one), a readable Parquet
+    footer, its row count. A field the entry lacks is not checked.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from ocp_analytics.store.storage import store
+    >>> root = store(tempfile.mkdtemp())
+    >>> part_problem(root, PartEntry("runs/a.parquet", "runs"))
+    'missing'
+    >>> root.child("runs").mkdir()
+    >>> root.child("runs", "a.parquet").write_bytes(b"not Parquet")
+    >>> part_problem(root, PartEntry("runs/a.parquet", "runs", size=11))  # doctest: +ELLIPSIS
+    'unreadable Parquet footer (Parquet magic bytes not found in footer...)'
+    """
+    target = root.child(entry.file)
+    if not target.is_file():
+        return "missing"
+    if entry.size is not None and (size := target.size()) != entry.size:
+        return f"{size} bytes, the manifest says {entry.size}"
+    if checksum and entry.sha256 is not None and _sha256(target) != entry.sha256:
+        return "its bytes differ from the manifest's SHA-256 (flipped or replaced)"
+    try:
+        with target.open() as f:
+            rows = pq.read_metadata(f).num_rows
+    except (OSError, pa.ArrowException) as exc:
+        return f"unreadable Parquet footer ({_first_line(exc)})"
+    if entry.rows is not None and rows != entry.rows:
+        return f"{rows} rows, the manifest says {entry.rows}"
+    return None
+
+
+def _sha256(target: Store) -> str:
+    digest = hashlib.sha256()
+    with target.open() as f:
+        while block := f.read(_BLOCK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+# --- damaged parts met by other commands -----------------------------------------------
+
+
+@contextmanager
+def damaged_parts(dataset: StoreLike) -> Iterator[None]:
+    """Turn a read failing on a damaged part of ``dataset`` into a one-line ``DatasetError``.
+
+    Around code that reads the dataset (``with damaged_parts(path): frame.collect()``):
+    on an error a damaged part may cause (polars' ``ComputeError`` and
+    ``PanicException``, pyarrow's ``ArrowInvalid`` and ``OSError``, DuckDB's
+    errors), the dataset's parts are checked (sizes and footers, then
+    checksums) and the first damaged one is named, with a hint to run
+    ``ocp-analytics verify``. An error no damage explains is raised as it
+    was, unless its message is a Parquet decoding error's (a part of a record
+    written before the manifest, whose bytes cannot be checked): that becomes
+    a one-line ``DatasetError`` too. The original error is the new one's cause.
+
+    Examples
+    --------
+    >>> import ocp_analytics as oa, tempfile, pathlib
+    >>> out = tempfile.mkdtemp() + "/ds"
+    >>> _ = oa.ingest(["tests/data/examples/v0.3/solo.ocp.json"], out)
+    >>> part = next(pathlib.Path(out, "runs").glob("*.parquet"))
+    >>> _ = part.write_bytes(part.read_bytes()[:-10])
+    >>> with damaged_parts(out):
+    ...     oa.scan_dataset(out).runs.collect()  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ocp_analytics.exceptions.DatasetError: ...: damaged part runs/00000001-...: ... Hint: run ...
+    """
+    try:
+        yield
+    except BaseException as exc:
+        if not _may_be_damage(exc):
+            raise
+        explained = _explain(dataset, exc)
+        if explained is None:
+            raise
+        raise explained from exc
+
+
+def _may_be_damage(exc: BaseException) -> bool:
+    duckdb = sys.modules.get("duckdb")  # never imported here: only a reader that uses it
+    kinds: tuple[type[BaseException], ...] = (
+        ComputeError,
+        PanicException,
+        pa.ArrowException,
+        OSError,
+    )
+    if duckdb is not None:
+        kinds += (duckdb.Error,)
+    return isinstance(exc, kinds)
+
+
+# Words of the messages of a Parquet read failing on damaged bytes (polars, pyarrow, DuckDB).
+_PARQUET_WORDS = ("out of specification", "thrift", "zstd", "magic bytes", "decompress", "corrupt")
+
+
+def _explain(dataset: StoreLike, exc: BaseException) -> DatasetError | None:
+    """The one-line error naming the damaged part behind ``exc``; ``None`` when there is none."""
+    try:
+        root = open_existing(dataset)
+        damages = _first_damages(root)
+    except Exception:  # the check failed too: the read's own error is all there is to say
+        root, damages = None, []
+    where = str(root if root is not None else dataset)
+    hint = f"Hint: run `ocp-analytics verify {where}`."
+    if damages:
+        what = "part" if damages[0].table else "commit record"
+        more = f" (and {len(damages) - 1} more damaged)" if len(damages) > 1 else ""
+        return DatasetError(f"{where}: damaged {what} {damages[0]}{more}. {hint}")
+    text = _first_line(exc)
+    if any(w in text.lower() for w in _PARQUET_WORDS):  # damage the manifest cannot place
+        return DatasetError(f"{where}: a part could not be read ({text}). {hint}")
+    return None
+
+
+def _first_damages(root: Store) -> list[Damage]:
+    """The damaged parts found by sizes and footers, else by checksums."""
+    return verify(root, checksums=False) or verify(root)

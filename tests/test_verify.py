@@ -1,0 +1,255 @@
+"""Integrity (#38): ``verify`` finds every damaged part and record; ``damaged_parts`` names them."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import orjson
+import polars as pl
+import pytest
+from polars.exceptions import ColumnNotFoundError, ComputeError, PanicException
+
+import ocp_analytics as oa
+from ocp_analytics import schemas as S
+from ocp_analytics.store import dataset as D
+from ocp_analytics.store.storage import store
+from ocp_analytics.store.verify import Damage, damaged_parts, verify
+
+DATA = Path(__file__).parent / "data"
+EXAMPLES, BAD = DATA / "examples", DATA / "bad"
+SHA = "its bytes differ from the manifest's SHA-256 (flipped or replaced)"
+
+
+@pytest.fixture(scope="module")
+def whole(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Four batches, every table with a part in two of them."""
+    tmp = tmp_path_factory.mktemp("verify")
+    ds = tmp / "ds"
+    oa.ingest([EXAMPLES / "v0.3", BAD / "not_json.ndjson", BAD / "naive_timestamp.json"], ds)
+    oa.ingest([EXAMPLES / "golden", BAD / "missing_run.json"], ds)
+    lines = (DATA / "events" / "example-events.ndjson").read_bytes().splitlines(keepends=True)
+    for i, chunk in enumerate((lines[:2], lines[2:])):
+        (tmp / f"events-{i}.ndjson").write_bytes(b"".join(chunk))
+        oa.ingest_events(tmp / f"events-{i}.ndjson", ds)
+    return ds
+
+
+@pytest.fixture
+def ds(whole: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "ds"
+    shutil.copytree(whole, copy)
+    return copy
+
+
+def _records(ds: Path) -> list[dict[str, Any]]:
+    return D.read_commits(ds)
+
+
+def _parts(ds: Path, table: str) -> list[tuple[dict[str, Any], str]]:
+    """Each committed part of ``table`` with the record that lists it."""
+    return [(r, f) for r in _records(ds) for f in r["files"][table]]
+
+
+def _sources(record: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(s["path"] for s in [*record["sources"], *record.get("event_sources", [])])
+
+
+def _truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def _flip(path: Path) -> None:
+    """XOR 16 bytes in the middle of the file (its size unchanged)."""
+    data = bytearray(path.read_bytes())
+    mid = len(data) // 2
+    data[mid : mid + 16] = bytes(b ^ 0xFF for b in data[mid : mid + 16])
+    path.write_bytes(bytes(data))
+
+
+def _flip_footer(path: Path) -> None:
+    """XOR 8 bytes in the middle of the Parquet footer: pyarrow cannot read it."""
+    data = bytearray(path.read_bytes())
+    footer = int.from_bytes(data[-8:-4], "little")
+    at = len(data) - 8 - footer // 2
+    data[at : at + 8] = bytes(b ^ 0xFF for b in data[at : at + 8])
+    path.write_bytes(bytes(data))
+
+
+def test_issue38_a_whole_dataset_has_no_damage(whole: Path) -> None:
+    assert verify(whole) == []
+    assert all(len(_parts(whole, t)) == 2 for t in S.TABLES)
+
+
+@pytest.mark.parametrize("kind", ["truncated", "flipped", "deleted", "replaced"])
+@pytest.mark.parametrize("table", list(S.TABLES))
+def test_issue38_verify_finds_a_damaged_part(ds: Path, table: str, kind: str) -> None:
+    (record, rel), (_, other) = _parts(ds, table)
+    path = ds / rel
+    size = path.stat().st_size
+    if kind == "truncated":
+        _truncate(path)
+        problem = f"{size // 2} bytes, the manifest says {size}"
+    elif kind == "flipped":
+        _flip(path)
+        problem = SHA
+    elif kind == "deleted":
+        path.unlink()
+        problem = "missing"
+    else:  # the other batch's part of the same table: a valid Parquet part
+        shutil.copyfile(ds / other, path)
+        replaced = (ds / other).stat().st_size
+        problem = SHA if replaced == size else f"{replaced} bytes, the manifest says {size}"
+    found = verify(ds)
+    assert found == [
+        Damage(rel, problem, table, record["seq"], record["batch_id"], _sources(record))
+    ]
+    assert rel in str(found[0]) and record["batch_id"] in str(found[0])
+
+
+@pytest.mark.parametrize("table", list(S.TABLES))
+def test_issue38_a_footer_check_alone_finds_a_damaged_footer(ds: Path, table: str) -> None:
+    (record, rel), _ = _parts(ds, table)
+    _flip_footer(ds / rel)
+    found = verify(ds, checksums=False)
+    assert [(d.file, d.seq) for d in found] == [(rel, record["seq"])]
+    assert found[0].problem.startswith("unreadable Parquet footer (")
+
+
+def _rewrite(path: Path, edit: Callable[[dict[str, Any]], None]) -> None:
+    record = orjson.loads(path.read_bytes())
+    edit(record)
+    path.write_bytes(orjson.dumps(record))
+
+
+RECORD = "_batches/00000002.json"
+
+
+@pytest.mark.parametrize(
+    ("damage", "problem"),
+    [
+        (_truncate, "not valid JSON ("),
+        (lambda p: p.write_bytes(b"\xff" + p.read_bytes()[1:]), "not valid JSON ("),
+        (lambda p: _rewrite(p, lambda r: r.update(files=[])), "'files' is list, not dict"),
+        (lambda p: _rewrite(p, lambda r: r.update(seq=3)), "seq is 3 in the record 00000002.json"),
+        (lambda p: _rewrite(p, lambda r: r.pop("batch_id")), "no 'batch_id'"),
+        (
+            lambda p: _rewrite(p, lambda r: r["parts"].pop()),
+            "quarantine/{batch}-00000.parquet has no manifest entry",
+        ),
+        (
+            lambda p: p.unlink(),
+            "missing, while records before and after it exist; 7 of its parts are left unread",
+        ),
+    ],
+    ids=["truncated", "flipped", "files", "seq", "batch_id", "parts", "deleted"],
+)
+def test_issue38_verify_finds_a_damaged_commit_record(
+    ds: Path, damage: Callable[[Path], None], problem: str
+) -> None:
+    batch = _records(ds)[1]["batch_id"]
+    damage(ds / RECORD)
+    found = verify(ds)
+    assert [(d.file, d.table, d.seq) for d in found] == [(RECORD, None, 2)]
+    assert found[0].problem.startswith(problem.format(batch=batch))
+
+
+def test_issue38_a_changed_manifest_entry_is_found_on_its_part(ds: Path) -> None:
+    def fewer_rows(record: dict[str, Any]) -> None:
+        record["parts"][0]["rows"] -= 1
+        record["parts"][0].pop("sha256")  # else the checksum is the first check to fail
+
+    _rewrite(ds / RECORD, fewer_rows)
+    rows = orjson.loads((ds / RECORD).read_bytes())["parts"][0]["rows"]
+    (found,) = verify(ds)
+    assert (found.table, found.seq, found.problem) == (
+        "runs",
+        2,
+        f"{rows + 1} rows, the manifest says {rows}",
+    )
+
+
+def _strip_manifests(ds: Path) -> None:
+    """Make every record look written before the manifest."""
+    for path in (ds / D.BATCHES).glob("*.json"):
+        _rewrite(path, lambda r: r.pop("parts"))
+
+
+def test_issue38_records_without_a_manifest_are_read_and_checked_for_what_they_allow(
+    ds: Path,
+) -> None:
+    want = oa.scan_dataset(ds).runs.collect()
+    _strip_manifests(ds)
+    assert oa.scan_dataset(ds).runs.collect().equals(want)
+    assert verify(ds) == []
+    (record, runs), _ = _parts(ds, "runs")
+    (_, signals), _ = _parts(ds, "signals")
+    _flip_footer(ds / runs)
+    (ds / signals).unlink()
+    found = [(d.file, d.seq, d.problem.split(" (")[0]) for d in verify(ds)]
+    assert found == [
+        (runs, record["seq"], "unreadable Parquet footer"),
+        (signals, record["seq"], "missing"),
+    ]
+
+
+def test_issue38_a_damaged_record_stops_readers_with_one_line(ds: Path) -> None:
+    _truncate(ds / RECORD)
+    with pytest.raises(oa.DatasetError) as caught:
+        oa.scan_dataset(ds)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith(f"the commit record {RECORD} of {str(ds)!r} is not valid JSON")
+    assert message.endswith(f"Hint: run `ocp-analytics verify {ds}`.")
+
+
+@pytest.mark.parametrize("damage", [_truncate, _flip_footer, _flip, Path.unlink])
+@pytest.mark.parametrize("table", list(S.TABLES))
+def test_issue38_a_read_failing_on_a_damaged_part_names_it_in_one_line(
+    ds: Path, table: str, damage: Callable[[Path], None]
+) -> None:
+    (record, rel), _ = _parts(ds, table)
+    damage(ds / rel)
+    with pytest.raises(oa.DatasetError) as caught, damaged_parts(ds):
+        oa.scan_dataset(ds)[table].collect()
+        if damage in (_flip, _flip_footer):  # flipped bytes may read, or fail: say they fail
+            raise PanicException("called `Option::unwrap()` on a `None` value")
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith(f"{ds}: damaged part {rel}: ")
+    assert f"(batch {record['seq']} {record['batch_id']}" in message
+    assert message.endswith(f"Hint: run `ocp-analytics verify {ds}`.")
+    assert caught.value.__cause__ is not None
+
+
+def test_issue38_duckdb_failing_on_a_damaged_part_names_it(ds: Path) -> None:
+    (_, rel), _ = _parts(ds, "signals")
+    _truncate(ds / rel)
+    with pytest.raises(oa.DatasetError, match=f"damaged part {rel}: "), damaged_parts(ds):
+        duckdb.sql(f"SELECT count(*) FROM read_parquet('{ds / rel}')").fetchall()
+
+
+def test_issue38_errors_no_damage_explains_are_raised_as_they_were(whole: Path) -> None:
+    with pytest.raises(ColumnNotFoundError), damaged_parts(whole):
+        oa.scan_dataset(whole).runs.select("no_such_column").collect()
+    with pytest.raises(ComputeError, match=r"^not a part$"), damaged_parts(whole):
+        raise ComputeError("not a part")
+    with damaged_parts(whole):
+        assert oa.scan_dataset(whole).runs.select(pl.len()).collect().item() > 0
+
+
+def test_issue38_verify_reads_an_object_store(bucket: str) -> None:
+    uri = f"{bucket}/verify.dataset"
+    oa.ingest(EXAMPLES / "v0.3" / "solo.ocp.json", uri)
+    assert verify(uri) == []
+    (record,) = D.read_commits(uri)
+    part = store(uri).child(record["files"]["signals"][0])
+    size = part.size()
+    part.write_bytes(part.read_bytes()[:100])
+    found = verify(uri)
+    assert [(d.file, d.problem) for d in found] == [
+        (record["files"]["signals"][0], f"100 bytes, the manifest says {size}")
+    ]
