@@ -18,12 +18,12 @@ def _conf(env: dict[str, str]) -> str:
     return out.stdout.strip()
 
 
-def test_issue12_freed_pages_are_kept_when_the_user_set_nothing() -> None:
+def test_freed_pages_are_kept_when_the_user_set_nothing() -> None:
     env = {k: v for k, v in os.environ.items() if k != ENV}
     # polars puts its own decays first; the later setting (ours) wins in jemalloc
     assert _conf(env).endswith("," + SETTING)
 
 
-def test_issue12_the_users_allocator_setting_wins() -> None:
+def test_the_users_allocator_setting_wins() -> None:
     env = {**os.environ, ENV: "dirty_decay_ms:500,muzzy_decay_ms:1000"}
     assert SETTING not in _conf(env)

@@ -13,6 +13,7 @@ import orjson
 
 import ocp_analytics as oa
 from benchmarks.generate import write_ndjson
+from ocp_analytics.store.dataset import is_dataset
 
 SCRIPT = """
 import sys
@@ -88,14 +89,14 @@ oa.ingest(sys.argv[1], sys.argv[2])
 """
 
 
-def test_issue9_sigkill_while_the_dataset_folder_is_created_then_rerun_completes(
+def test_sigkill_while_the_dataset_folder_is_created_then_rerun_completes(
     tmp_path: Path,
 ) -> None:
     src = Path(__file__).parent / "data" / "examples" / "v0.3"
     ds = tmp_path / "ds"
     proc = subprocess.run([sys.executable, "-c", KILL_IN_CREATE, str(src), str(ds)])
     assert proc.returncode == -signal.SIGKILL
-    assert ds.is_dir() and not oa.dataset.is_dataset(ds)
+    assert ds.is_dir() and not is_dataset(ds)
     summary = oa.ingest(src, ds)
     assert (summary.runs_new, summary.reconciles) == (7, True)
     assert oa.scan_dataset(ds).runs.collect().height == 7

@@ -72,7 +72,7 @@ def test_sliced_acceptance_file_equals_acceptance(generated: tuple[Path, Path]) 
     assert stats == {"rule"}
 
 
-def test_issue12_written_in_slice_then_rule_order(generated: tuple[Path, Path]) -> None:
+def test_written_in_slice_then_rule_order(generated: tuple[Path, Path]) -> None:
     """Frames written ahead on the writer's thread keep their order: slice, then rule."""
     ds, rules = generated
     out = ds.parent / "ordered.parquet"
@@ -91,7 +91,7 @@ def test_issue12_written_in_slice_then_rule_order(generated: tuple[Path, Path]) 
     assert_frame_equal(blocks(got), blocks(want))
 
 
-def test_issue12_a_failed_write_raises_and_leaves_no_file(
+def test_a_failed_write_raises_and_leaves_no_file(
     generated: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ds, rules = generated
@@ -112,7 +112,7 @@ def test_issue12_a_failed_write_raises_and_leaves_no_file(
     assert not list(ds.parent.glob(".failed.parquet.*"))
 
 
-def test_issue12_pipelined_loop_keeps_sink_order_and_progress(
+def test_pipelined_loop_keeps_sink_order_and_progress(
     generated: tuple[Path, Path],
 ) -> None:
     """Two slices in flight: sinks still see slice then rule, from one thread."""
@@ -150,7 +150,7 @@ def test_issue12_pipelined_loop_keeps_sink_order_and_progress(
         assert_frame_equal(got.sort("run_id"), expected)
 
 
-def test_issue12_an_error_in_a_later_slice_stops_the_loop(
+def test_an_error_in_a_later_slice_stops_the_loop(
     generated: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A slice failing while the previous one is handed over raises its own error."""
@@ -227,7 +227,7 @@ def test_sliced_evaluation_matches_late_events_in_every_slice(tmp_path: Path) ->
 _LINKS = ["attempt_pos", "attempt_n", "attempt_round"]
 
 
-def test_issue12_ingest_stores_the_attempt_each_signal_names(
+def test_ingest_stores_the_attempt_each_signal_names(
     generated: tuple[Path, Path],
 ) -> None:
     """The stored link equals the attempt positions computed from the attempts (§8)."""
@@ -242,7 +242,7 @@ def test_issue12_ingest_stores_the_attempt_each_signal_names(
     assert signals.get_column("attempt_pos").null_count() == 0
 
 
-def test_issue12_stored_links_leave_the_attempts_table_unread(
+def test_stored_links_leave_the_attempts_table_unread(
     generated: tuple[Path, Path],
 ) -> None:
     """With every link stored, evaluation needs no attempt rows: same decisions without them."""
@@ -269,7 +269,7 @@ def _strip_links(ds: Path, seqs: set[int]) -> None:
         record.write_text(json.dumps(old))
 
 
-def test_issue12_datasets_written_before_the_link_evaluate_the_same(
+def test_datasets_written_before_the_link_evaluate_the_same(
     generated: tuple[Path, Path], tmp_path: Path
 ) -> None:
     """Old parts (no link columns) beside new ones: the engine links them from the attempts.
@@ -315,7 +315,7 @@ def test_issue12_datasets_written_before_the_link_evaluate_the_same(
     assert signals.get_column("attempt_pos").null_count() == 0
 
 
-def test_issue12_nothing_selected_writes_an_empty_readable_file(tmp_path: Path) -> None:
+def test_nothing_selected_writes_an_empty_readable_file(tmp_path: Path) -> None:
     """No run in the window: a file of the package's schema, no row group, as_of kept."""
     from ocp_analytics.schemas import ACCEPTANCE
 
@@ -328,7 +328,7 @@ def test_issue12_nothing_selected_writes_an_empty_readable_file(tmp_path: Path) 
     assert pl.read_parquet(out).height == 0
 
 
-def test_issue12_run_id_encoded_once_a_slice_and_the_file_as_one_writer_writes(
+def test_run_id_encoded_once_a_slice_and_the_file_as_one_writer_writes(
     generated: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """Parts encoded on threads leave out the slice's run_id after its first rule;
@@ -378,7 +378,7 @@ def test_issue12_run_id_encoded_once_a_slice_and_the_file_as_one_writer_writes(
     assert out.read_bytes() == one.read_bytes()
 
 
-def test_issue12_frames_of_several_row_groups_and_parts_larger_than_their_buffer(
+def test_frames_of_several_row_groups_and_parts_larger_than_their_buffer(
     generated: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """A frame longer than a row group (slices above 1Mi runs) leaves out no column;

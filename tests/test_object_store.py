@@ -55,9 +55,7 @@ def sources(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def test_issue16_remote_sources_and_dataset_match_local(
-    bucket: str, sources: Path, tmp_path: Path
-) -> None:
+def test_remote_sources_and_dataset_match_local(bucket: str, sources: Path, tmp_path: Path) -> None:
     upload(sources, f"{bucket}/in")
     local = oa.ingest(sources, tmp_path / "local")
     remote = oa.ingest(alias(f"{bucket}/in"), f"{bucket}/polars.dataset")
@@ -78,7 +76,7 @@ def test_issue16_remote_sources_and_dataset_match_local(
     assert got.equals(want) and got.height == 2
 
 
-def test_issue16_remote_lock_and_commit_are_conditional(bucket: str) -> None:
+def test_remote_lock_and_commit_are_conditional(bucket: str) -> None:
     root = D.create(f"{bucket}/locked.dataset")
     where = re.escape(f"delete {bucket}/locked.dataset/.lock")
     taken = pytest.raises(DatasetError, match=where)
@@ -93,7 +91,7 @@ def test_issue16_remote_lock_and_commit_are_conditional(bucket: str) -> None:
     assert [r["batch_id"] for r in D.read_commits(root)] == ["x"]
 
 
-def test_issue16_remote_orphans_are_removed_and_sql_reads_the_store(
+def test_remote_orphans_are_removed_and_sql_reads_the_store(
     bucket: str, sources: Path, tmp_path: Path
 ) -> None:
     uri = f"{bucket}/orphans.dataset"
@@ -114,14 +112,14 @@ def test_issue16_remote_orphans_are_removed_and_sql_reads_the_store(
     assert connect(uri).sql(count).fetchall() == connect(local).sql(count).fetchall()
 
 
-def test_issue16_other_schemes_are_refused_with_a_hint(tmp_path: Path) -> None:
+def test_other_schemes_are_refused_with_a_hint(tmp_path: Path) -> None:
     for uri in ("hdfs://nn:8020/ds", "gs://b/ds", "wasbs://c@a.blob.core.windows.net/ds"):
         with pytest.raises(DatasetError, match="mount the store"):
             oa.ingest(DATA / "examples", uri)
     assert store(f"file://{tmp_path}/a%20b").path == tmp_path / "a b"
 
 
-def test_issue16_a_local_name_with_a_colon_is_a_path(tmp_path: Path, monkeypatch) -> None:
+def test_a_local_name_with_a_colon_is_a_path(tmp_path: Path, monkeypatch) -> None:
     """Only ``scheme://`` is a URI: ``run:2026-12-03.dataset`` is a folder name."""
     monkeypatch.chdir(tmp_path)
     assert not store("run:2026-12-03.dataset").remote
@@ -132,7 +130,7 @@ def test_issue16_a_local_name_with_a_colon_is_a_path(tmp_path: Path, monkeypatch
     assert got.fetchall() == [("recorded", 7, 7), ("tests+review", 7, 4)]
 
 
-def test_issue16_s3_settings_follow_the_sdk_precedence(monkeypatch) -> None:
+def test_s3_settings_follow_the_sdk_precedence(monkeypatch) -> None:
     """AWS_REGION over AWS_DEFAULT_REGION, AWS_ENDPOINT_URL_S3 over AWS_ENDPOINT_URL."""
     for key, value in {
         "AWS_DEFAULT_REGION": "eu-west-1",

@@ -70,9 +70,7 @@ def _one_writer(path: Path, tables: list[pa.Table], **options: Any) -> bytes:
 
 
 @pytest.mark.parametrize("sizes", [[], [3], [1000, 1, 2500], [7] * 20])
-def test_issue12_joined_row_groups_are_the_file_one_writer_writes(
-    tmp_path: Path, sizes: list[int]
-) -> None:
+def test_joined_row_groups_are_the_file_one_writer_writes(tmp_path: Path, sizes: list[int]) -> None:
     tables = [_frame(n, seed) for seed, n in enumerate(sizes, 1)]
     with ThreadPoolExecutor(3) as pool:  # encoded on threads, appended in order
         parts = list(pool.map(lambda t: encode(t, SCHEMA, **OPTIONS), tables))
@@ -86,7 +84,7 @@ def test_issue12_joined_row_groups_are_the_file_one_writer_writes(
     assert pq.ParquetFile(tmp_path / "joined.parquet").num_row_groups == len(sizes)
 
 
-def test_issue12_joined_file_reads_the_same_in_pyarrow_polars_and_duckdb(tmp_path: Path) -> None:
+def test_joined_file_reads_the_same_in_pyarrow_polars_and_duckdb(tmp_path: Path) -> None:
     tables = [_frame(n, seed) for seed, n in enumerate([400, 1, 250], 1)]
     out = ParquetRowGroups(tmp_path / "j.parquet", SCHEMA, **OPTIONS)
     for t in tables:
@@ -116,7 +114,7 @@ def test_issue12_joined_file_reads_the_same_in_pyarrow_polars_and_duckdb(tmp_pat
     assert (stats.min, stats.max) == ("rule_3", "rule_3")
 
 
-def test_issue12_a_part_of_several_row_groups(tmp_path: Path) -> None:
+def test_a_part_of_several_row_groups(tmp_path: Path) -> None:
     t = _frame(10, 4)
     sink = pa.BufferOutputStream()
     pq.write_table(t, sink, row_group_size=4, **OPTIONS)
@@ -129,7 +127,7 @@ def test_issue12_a_part_of_several_row_groups(tmp_path: Path) -> None:
     assert f.read()["x2"].to_pylist()[3:] == t["x2"].to_pylist()
 
 
-def test_issue12_thrift_footer_read_and_written_back_unchanged(tmp_path: Path) -> None:
+def test_thrift_footer_read_and_written_back_unchanged(tmp_path: Path) -> None:
     data = _one_writer(tmp_path / "one.parquet", [_frame(20, s) for s in range(1, 18)], **OPTIONS)
     size = int.from_bytes(data[-8:-4], "little")
     footer = data[-8 - size : -8]
@@ -139,7 +137,7 @@ def test_issue12_thrift_footer_read_and_written_back_unchanged(tmp_path: Path) -
 
 
 @pytest.mark.parametrize("left_out", [["run_id"], ["run_id", "at", "x0", "x11"], ["reasons"]])
-def test_issue12_columns_left_out_are_written_again_byte_for_byte(
+def test_columns_left_out_are_written_again_byte_for_byte(
     tmp_path: Path, left_out: list[str]
 ) -> None:
     """Frames sharing columns (every rule of a slice has the slice's run_id): each
@@ -167,14 +165,14 @@ def test_issue12_columns_left_out_are_written_again_byte_for_byte(
     "option",
     [{"write_page_index": True}, {"bloom_filter_options": {"run_id": True}}],
 )
-def test_issue12_options_placing_bytes_outside_the_chunks_are_refused(
+def test_options_placing_bytes_outside_the_chunks_are_refused(
     tmp_path: Path, option: dict[str, Any]
 ) -> None:
     with pytest.raises(ValueError, match="cannot have"):
         ParquetRowGroups(tmp_path / "x.parquet", SCHEMA, **OPTIONS, **option)
 
 
-def test_issue12_a_part_leaving_out_columns_is_checked(tmp_path: Path) -> None:
+def test_a_part_leaving_out_columns_is_checked(tmp_path: Path) -> None:
     first, other = _frame(10, 1), _frame(12, 2)
     out = ParquetRowGroups(tmp_path / "x.parquet", SCHEMA, **OPTIONS)
     rest = other.drop_columns(["run_id"])

@@ -34,7 +34,7 @@ def _docs(*ns: int) -> list[str]:
     return [DOC % n for n in ns]
 
 
-def test_issue9_lf_crlf_and_cr_only_lines_are_numbered_alike(tmp_path: Path) -> None:
+def test_lf_crlf_and_cr_only_lines_are_numbered_alike(tmp_path: Path) -> None:
     for name, sep in (("lf", "\n"), ("crlf", "\r\n"), ("cr", "\r")):
         f = tmp_path / f"{name}.ndjson"
         f.write_bytes(sep.join(_docs(1, 2, 3)).encode() + sep.encode())
@@ -43,7 +43,7 @@ def test_issue9_lf_crlf_and_cr_only_lines_are_numbered_alike(tmp_path: Path) -> 
         assert problems == []
 
 
-def test_issue9_crlf_split_across_read_blocks_keeps_line_numbers(
+def test_crlf_split_across_read_blocks_keeps_line_numbers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     text = "\r\n".join(_docs(1, 2, 3, 4)) + "\r\n"
@@ -55,7 +55,7 @@ def test_issue9_crlf_split_across_read_blocks_keeps_line_numbers(
     assert [t for t, *_ in got] == _docs(1, 2, 3, 4)
 
 
-def test_issue9_byte_order_mark_is_dropped(tmp_path: Path) -> None:
+def test_byte_order_mark_is_dropped(tmp_path: Path) -> None:
     (tmp_path / "a.ndjson").write_bytes(b"\xef\xbb\xbf" + "\n".join(_docs(1, 2)).encode())
     (tmp_path / "b.json").write_bytes(b"\xef\xbb\xbf" + (DOC % 3).encode())
     got, _ = _read(tmp_path / "a.ndjson")
@@ -65,19 +65,19 @@ def test_issue9_byte_order_mark_is_dropped(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("content", ["", " \n\t\r\n"])
-def test_issue9_empty_json_file_is_one_problem(tmp_path: Path, content: str) -> None:
+def test_empty_json_file_is_one_problem(tmp_path: Path, content: str) -> None:
     (tmp_path / "e.json").write_text(content)
     got, problems = _read(tmp_path / "e.json")
     assert got == []
     assert [(p.code, p.line) for p in problems] == [("empty_file", 1)]
 
 
-def test_issue9_empty_ndjson_file_holds_no_document(tmp_path: Path) -> None:
+def test_empty_ndjson_file_holds_no_document(tmp_path: Path) -> None:
     (tmp_path / "e.ndjson").write_text("")
     assert _read(tmp_path / "e.ndjson") == ([], [])
 
 
-def test_issue9_stdin_is_a_stream_of_values_not_lines(tmp_path: Path) -> None:
+def test_stdin_is_a_stream_of_values_not_lines(tmp_path: Path) -> None:
     d1, d2, d3, d4 = (json.loads(t) for t in _docs(1, 2, 3, 4))
     text = json.dumps(d1, indent=2) + "\n" + json.dumps(d2) + "\n" + json.dumps([d3, d4], indent=1)
     f = tmp_path / "spooled"
@@ -92,7 +92,7 @@ def test_issue9_stdin_is_a_stream_of_values_not_lines(tmp_path: Path) -> None:
     assert problems == []
 
 
-def test_issue9_stdin_value_that_never_closes_does_not_swallow_the_next(tmp_path: Path) -> None:
+def test_stdin_value_that_never_closes_does_not_swallow_the_next(tmp_path: Path) -> None:
     f = tmp_path / "spooled"
     f.write_text('{"ocp": "0.3", "run": \n' + DOC % 2 + "\n" + DOC % 3 + "\n")
     got, _ = _read(f, display=STDIN)
@@ -103,14 +103,14 @@ def test_issue9_stdin_value_that_never_closes_does_not_swallow_the_next(tmp_path
     ]
 
 
-def test_issue9_stdin_cut_inside_a_value_is_marked_cut(tmp_path: Path) -> None:
+def test_stdin_cut_inside_a_value_is_marked_cut(tmp_path: Path) -> None:
     f = tmp_path / "spooled"
     f.write_text(DOC % 1 + '\n{\n  "ocp": "0.3",\n')
     got, _ = _read(f, display=STDIN)
     assert [(line, cut) for _, line, _, cut in got] == [(1, False), (2, True)]
 
 
-def test_issue9_json_file_of_concatenated_pretty_documents(tmp_path: Path) -> None:
+def test_json_file_of_concatenated_pretty_documents(tmp_path: Path) -> None:
     d1, d2 = (json.loads(t) for t in _docs(1, 2))
     (tmp_path / "two.json").write_text(json.dumps(d1, indent=2) + json.dumps(d2, indent=2))
     got, problems = _read(tmp_path / "two.json")
@@ -123,7 +123,7 @@ def _ndjson(n: int) -> bytes:
     return "".join(DOC % i + "\n" for i in range(n)).encode()
 
 
-def test_issue9_truncated_gzip_keeps_complete_lines(tmp_path: Path) -> None:
+def test_truncated_gzip_keeps_complete_lines(tmp_path: Path) -> None:
     gz = gzip.compress(_ndjson(3), mtime=0)
     (tmp_path / "a.ndjson.gz").write_bytes(gz[:-8])  # the trailer (CRC, size) is cut
     got, problems = _read(tmp_path / "a.ndjson.gz")
@@ -135,7 +135,7 @@ def test_issue9_truncated_gzip_keeps_complete_lines(tmp_path: Path) -> None:
     )
 
 
-def test_issue9_gzip_members_and_zero_padding_are_read(tmp_path: Path) -> None:
+def test_gzip_members_and_zero_padding_are_read(tmp_path: Path) -> None:
     data = gzip.compress(_ndjson(2), mtime=0) + gzip.compress(b"".join([(DOC % 9).encode()]))
     (tmp_path / "a.ndjson.gz").write_bytes(data + bytes(512))
     got, problems = _read(tmp_path / "a.ndjson.gz")
@@ -143,7 +143,7 @@ def test_issue9_gzip_members_and_zero_padding_are_read(tmp_path: Path) -> None:
     assert problems == []
 
 
-def test_issue9_zstd_frames_are_read_and_junk_after_them_is_a_problem(tmp_path: Path) -> None:
+def test_zstd_frames_are_read_and_junk_after_them_is_a_problem(tmp_path: Path) -> None:
     z = zstandard.ZstdCompressor()
     data = z.compress(_ndjson(1)) + z.compress((DOC % 5 + "\n").encode())
     (tmp_path / "a.ndjson.zst").write_bytes(data + b"junk")
@@ -152,20 +152,20 @@ def test_issue9_zstd_frames_are_read_and_junk_after_them_is_a_problem(tmp_path: 
     assert [(p.code, p.line, p.head) for p in problems] == [("trailing_garbage", 3, "junk")]
 
 
-def test_issue9_compressed_file_without_suffix_is_sniffed(tmp_path: Path) -> None:
+def test_compressed_file_without_suffix_is_sniffed(tmp_path: Path) -> None:
     (tmp_path / "a.ndjson").write_bytes(gzip.compress(_ndjson(2)))
     got, problems = _read(tmp_path / "a.ndjson")
     assert ([t for t, *_ in got], problems) == (_docs(0, 1), [])
 
 
-def test_issue9_plain_file_named_gz_is_not_compressed_not_truncated(tmp_path: Path) -> None:
+def test_plain_file_named_gz_is_not_compressed_not_truncated(tmp_path: Path) -> None:
     (tmp_path / "a.ndjson.gz").write_bytes(_ndjson(2))
     got, problems = _read(tmp_path / "a.ndjson.gz")
     assert got == []
     assert [(p.code, p.line) for p in problems] == [("not_compressed", 1)]
 
 
-def test_issue9_bytes_that_are_not_utf8_are_kept_for_the_decoder(tmp_path: Path) -> None:
+def test_bytes_that_are_not_utf8_are_kept_for_the_decoder(tmp_path: Path) -> None:
     (tmp_path / "a.ndjson").write_bytes(b'{"run": {"id": "r\xff"}}\n')
     data = (tmp_path / "a.ndjson").read_bytes()
     src = Source("a", tmp_path / "a.ndjson", len(data), "x")
@@ -175,7 +175,7 @@ def test_issue9_bytes_that_are_not_utf8_are_kept_for_the_decoder(tmp_path: Path)
     assert meta.data(0) == data.rstrip(b"\n")
 
 
-def test_issue9_one_file_spelled_three_ways_is_one_source(
+def test_one_file_spelled_three_ways_is_one_source(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "a.ndjson").write_text(DOC % 1 + "\n")
@@ -184,13 +184,13 @@ def test_issue9_one_file_spelled_three_ways_is_one_source(
     assert [(s.path, s.resolved) for s in found] == [("a.ndjson", str(tmp_path / "a.ndjson"))]
 
 
-def test_issue9_empty_folder_is_no_source(tmp_path: Path) -> None:
+def test_empty_folder_is_no_source(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "notes.txt").write_text("not a document")
     assert find_sources([tmp_path / "empty"]) == []
 
 
-def test_issue9_json_array_orjson_refuses_is_cut_into_its_elements(tmp_path: Path) -> None:
+def test_json_array_orjson_refuses_is_cut_into_its_elements(tmp_path: Path) -> None:
     elements = [DOC % 1, '{"run": {"id": "r\\ud800"}}', '{"run": {"id": "r\xff"}}', DOC % 4]
     body = b"[\n" + ",\n".join(elements).encode("utf-8", "surrogateescape") + b"\n]\n"
     (tmp_path / "a.json").write_bytes(body.replace("\xff".encode(), b"\xff"))
@@ -202,14 +202,14 @@ def test_issue9_json_array_orjson_refuses_is_cut_into_its_elements(tmp_path: Pat
     assert meta.raw == {2: '{"run": {"id": "r\udcff"}}'}
 
 
-def test_issue9_bytes_that_are_not_utf8_in_a_json_file(tmp_path: Path) -> None:
+def test_bytes_that_are_not_utf8_in_a_json_file(tmp_path: Path) -> None:
     (tmp_path / "a.json").write_bytes(b'{"run": {"id": "r1", "title": "\xc3"}}')
     data = (tmp_path / "a.json").read_bytes()
     [(meta, _)] = list(read_chunks(Source("a.json", tmp_path / "a.json", len(data), "x"), 9, []))
     assert meta.raw == {0: '{"run": {"id": "r1", "title": "\udcc3"}}'}
 
 
-def test_issue9_file_name_that_is_not_utf8_is_shown_escaped(tmp_path: Path) -> None:
+def test_file_name_that_is_not_utf8_is_shown_escaped(tmp_path: Path) -> None:
     import os
 
     name = os.fsdecode(b"caf\xe9.ndjson")

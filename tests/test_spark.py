@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from benchmarks.generate import generate_documents, write_rules
 from ocp_analytics import schemas as S
 from ocp_analytics import spark as osp
 from ocp_analytics.exceptions import MissingExtraError
+from ocp_analytics.spark import tasks as spark_tasks
 from ocp_analytics.store import dataset as D
 from ocp_analytics.store.storage import store
 
@@ -99,7 +101,7 @@ def _lines(summary: oa.IngestSummary) -> list[str]:
     return [x for x in str(summary).splitlines() if not x.startswith(("dataset:", "time:"))]
 
 
-def test_issue16_ingest_writes_the_same_tables_quarantine_and_findings(datasets) -> None:
+def test_ingest_writes_the_same_tables_quarantine_and_findings(datasets) -> None:
     p, q, summaries = datasets
     for table in S.TABLES:
         for scans in (False, True):  # current versions, and every committed row
@@ -128,7 +130,7 @@ def _rules(tmp: Path) -> list[Any]:
     ]
 
 
-def test_issue16_acceptance_is_row_for_row_the_same(spark: Any, datasets, tmp_path: Path) -> None:
+def test_acceptance_is_row_for_row_the_same(spark: Any, datasets, tmp_path: Path) -> None:
     p, q, _ = datasets
     rules = _rules(tmp_path)
     got = osp.to_polars(osp.acceptance(spark, q, rules, AS_OF, slice_runs=SLICE))
@@ -144,7 +146,7 @@ def test_issue16_acceptance_is_row_for_row_the_same(spark: Any, datasets, tmp_pa
     assert osp.to_polars(windowed).sort(order).equals(local.sort(order))
 
 
-def test_issue16_write_acceptance_parts_carry_as_of(spark: Any, datasets, tmp_path: Path) -> None:
+def test_write_acceptance_parts_carry_as_of(spark: Any, datasets, tmp_path: Path) -> None:
     p, q, _ = datasets
     out = tmp_path / "acceptance.parquet"
     rows = osp.write_acceptance(spark, q, out, ["tests+review"], AS_OF, slice_runs=SLICE)
@@ -159,7 +161,7 @@ def test_issue16_write_acceptance_parts_carry_as_of(spark: Any, datasets, tmp_pa
     assert rows == got.height and got.equals(want)
 
 
-def test_issue16_rates_and_flips_are_the_same(spark: Any, datasets, tmp_path: Path) -> None:
+def test_rates_and_flips_are_the_same(spark: Any, datasets, tmp_path: Path) -> None:
     p, q, _ = datasets
     rules = _rules(tmp_path)
     for kwargs in (
@@ -177,6 +179,19 @@ def test_issue16_rates_and_flips_are_the_same(spark: Any, datasets, tmp_path: Pa
     assert f["flips"].sum() > 0
 
 
+def _fail_at(stage: str, task: int) -> Callable[[str, int], None]:
+    """A task hook (``ocp_analytics.spark.tasks.HOOK``) failing one task of one stage.
+
+    A closure, so Spark ships it to the executors by value (cloudpickle).
+    """
+
+    def hook(at: str, index: int) -> None:
+        if (at, index) == (stage, task):
+            raise RuntimeError(f"injected fault in {stage} task {task}")
+
+    return hook
+
+
 def _state(path: Path) -> tuple[list[dict[str, Any]], dict[str, pl.DataFrame]]:
     from ocp_analytics.store.dataset import read_commits
 
@@ -184,7 +199,7 @@ def _state(path: Path) -> tuple[list[dict[str, Any]], dict[str, pl.DataFrame]]:
     return read_commits(path), tables
 
 
-def test_issue16_failed_task_leaves_the_dataset_unchanged_and_a_rerun_converges(
+def test_failed_task_leaves_the_dataset_unchanged_and_a_rerun_converges(
     spark: Any, datasets, sources: tuple[Path, Path], tmp_path: Path, monkeypatch
 ) -> None:
     p, _, _ = datasets
@@ -194,16 +209,16 @@ def test_issue16_failed_task_leaves_the_dataset_unchanged_and_a_rerun_converges(
     before = _state(ds)
     extra = tmp_path / "extra.ndjson"
     _ndjson(extra, list(generate_documents(3, seed=17)))
-    # build task 0 writes a part into staging, then fails; count task 1 fails earlier
-    for fault in ("build:0", "count:1"):
-        monkeypatch.setenv(osp.FAULT_ENV, fault)
+    # build task 0 writes its parts into staging, then fails; count task 1 fails earlier
+    for stage, task in (("build", 0), ("count", 1)):
+        monkeypatch.setattr(spark_tasks, "HOOK", _fail_at(stage, task))
         with pytest.raises(Exception, match="injected fault"):
             osp.ingest(spark, [two, extra], ds)
         after = _state(ds)
         assert after[0] == before[0]
         assert all(after[1][t].equals(before[1][t]) for t in S.TABLES)
         assert not (ds / D.STAGING).exists()
-    monkeypatch.delenv(osp.FAULT_ENV)
+    monkeypatch.setattr(spark_tasks, "HOOK", None)
     summary = osp.ingest(spark, two, ds)
     assert summary.runs_new == 60 and summary.orphans_removed == 0
     for table in S.TABLES:
@@ -212,9 +227,7 @@ def test_issue16_failed_task_leaves_the_dataset_unchanged_and_a_rerun_converges(
     assert again.documents_read == 0 and len(again.batches) == 0
 
 
-def test_issue16_cli_spark_engine_prints_the_same_table(
-    spark: Any, tmp_path: Path, monkeypatch
-) -> None:
+def test_cli_spark_engine_prints_the_same_table(spark: Any, tmp_path: Path, monkeypatch) -> None:
     from typer.testing import CliRunner
 
     from ocp_analytics.cli import app
@@ -235,7 +248,7 @@ def test_issue16_cli_spark_engine_prints_the_same_table(
     assert spark.sparkContext._jsc is not None  # the CLI left the running session alone
 
 
-def test_issue16_without_pyspark_one_line_names_the_extra(tmp_path: Path, monkeypatch) -> None:
+def test_without_pyspark_one_line_names_the_extra(tmp_path: Path, monkeypatch) -> None:
     from typer.testing import CliRunner
 
     from ocp_analytics.cli import app
@@ -252,7 +265,7 @@ def test_issue16_without_pyspark_one_line_names_the_extra(tmp_path: Path, monkey
     ]
 
 
-def test_issue16_paths_and_java() -> None:
+def test_paths_and_java() -> None:
     assert store("file:///data/a%20b.dataset").path == Path("/data/a b.dataset")
     assert store("s3a://bucket/runs.dataset").uri == "s3://bucket/runs.dataset"
     assert store("abfs://c@acct.dfs.core.windows.net/ds").uri.startswith("abfss://c@acct.")
@@ -265,7 +278,7 @@ def test_issue16_paths_and_java() -> None:
 
 
 @pytest.mark.slow
-def test_issue16_killed_driver_leaves_the_dataset_unchanged_and_a_rerun_converges(
+def test_killed_driver_leaves_the_dataset_unchanged_and_a_rerun_converges(
     sources: tuple[Path, Path], tmp_path: Path
 ) -> None:
     """SIGKILL of the whole CLI process group (driver, JVM, workers) once parts are staged."""
@@ -304,7 +317,7 @@ def test_issue16_killed_driver_leaves_the_dataset_unchanged_and_a_rerun_converge
         assert _table(ds, table, scans=True).equals(_table(p, table, scans=True)), table
 
 
-def test_issue16_object_store_ingest_and_acceptance_match_the_local_polars_engine(
+def test_object_store_ingest_and_acceptance_match_the_local_polars_engine(
     spark: Any, sources: tuple[Path, Path], bucket: str, tmp_path: Path, monkeypatch
 ) -> None:
     """Sources and dataset on S3 / Azure: tasks read and write through the store."""
@@ -319,11 +332,11 @@ def test_issue16_object_store_ingest_and_acceptance_match_the_local_polars_engin
     local, uri = tmp_path / "local", alias(f"{bucket}/spark.dataset")
     local_summary = oa.ingest(picked, local)
     # a task that has written a part fails: nothing becomes visible, no part is left
-    monkeypatch.setenv(osp.FAULT_ENV, "build:0")
+    monkeypatch.setattr(spark_tasks, "HOOK", _fail_at("build", 0))
     with pytest.raises(Exception, match="injected fault"):
         osp.ingest(spark, alias(f"{bucket}/spark-in"), uri)
     assert D.read_commits(uri) == [] and oa.scan_dataset(uri).runs.collect().height == 0
-    monkeypatch.delenv(osp.FAULT_ENV)
+    monkeypatch.setattr(spark_tasks, "HOOK", None)
     # (a task still running when the job aborted may have put a part since: an orphan)
     summary = osp.ingest(spark, alias(f"{bucket}/spark-in"), uri)
     assert summary.reconciles and summary.quarantined == local_summary.quarantined >= 8

@@ -1,0 +1,169 @@
+"""The parts a Spark ingest writes, and the commit record that makes them visible.
+
+Tasks write parts with the package's writer (declared schema, zstd), under
+``DATASET/_staging/BATCH/`` on a file system, or at their final keys in an
+object store (which has no rename), where no reader sees a part until a
+commit record lists it. The driver moves staged parts into the table folders
+and writes the commit record last (:func:`ocp_analytics.store.dataset.commit`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import polars as pl
+
+from ocp_analytics import schemas as S
+from ocp_analytics.ingestion.batch import SourceSummary
+from ocp_analytics.store import dataset as D
+from ocp_analytics.store.dataset import write_parquet_atomic
+from ocp_analytics.store.storage import Store
+
+
+@dataclass(frozen=True)
+class Part:
+    """A written part: where, how many rows, its ``doc_id`` span and its codes by document."""
+
+    table: str
+    name: str  # the file's name in the table folder (staged or final)
+    rows: int
+    lo: int | None = None  # doc_id span (tables with doc_id)
+    hi: int | None = None
+    codes: pl.DataFrame | None = None  # findings, quarantine: doc_id (where held) and code
+
+    @classmethod
+    def of(cls, table: str, name: str, frame: pl.DataFrame) -> Part:
+        """The entry of ``frame`` written as ``table/name``.
+
+        Examples
+        --------
+        >>> f = pl.DataFrame({"doc_id": [4, 9], "code": ["a", "b"]})
+        >>> p = Part.of("findings", "x.parquet", f)
+        >>> p.rel, p.rows, p.lo, p.hi, p.codes.columns
+        ('findings/x.parquet', 2, 4, 9, ['doc_id', 'code'])
+        """
+        lo = hi = None
+        if "doc_id" in frame.columns:
+            lo, hi = _span(frame)
+        codes = None
+        if table in ("findings", "quarantine"):
+            codes = frame.select(["doc_id", "code"] if "doc_id" in frame.columns else ["code"])
+        return cls(table, name, frame.height, lo, hi, codes)
+
+    @property
+    def rel(self) -> str:
+        """``table/name``: the part's path in the dataset, as commit records list it."""
+        return f"{self.table}/{self.name}"
+
+    def may_hold(self, lo: int, hi: int) -> bool:
+        """Whether a run-table part may hold documents of ``[lo, hi]``."""
+        if self.table not in S.RUN_TABLES or self.rows == 0:
+            return False
+        return self.lo is not None and self.hi is not None and self.lo <= hi and self.hi >= lo
+
+
+def _span(frame: pl.DataFrame) -> tuple[int | None, int | None]:
+    """The smallest and largest ``doc_id`` of ``frame``."""
+    lo, hi = frame.select(pl.min("doc_id").alias("lo"), pl.max("doc_id").alias("hi")).row(0)
+    return lo, hi
+
+
+@dataclass(frozen=True)
+class Built:
+    """What a build task returns for one source: its parts and its runs' rank keys."""
+
+    documents: int  # texts read, plus the read problems quarantined
+    files: list[Part]
+    ranks: pl.DataFrame | None  # each run's rank keys (None: no run)
+
+
+class PartWriter:
+    """Buffers a task's frames per table and writes parts with the package's writer."""
+
+    def __init__(self, staging: Store, prefix: str) -> None:
+        self.staging, self.prefix = staging, prefix
+        self.pending: dict[str, list[pl.DataFrame]] = {}
+        self.files: list[Part] = []
+        self.parts = 0
+
+    def add(self, frames: Mapping[str, pl.DataFrame]) -> int:
+        """Hold the non-empty frames; return the runs added."""
+        for table, frame in frames.items():
+            if frame.height:
+                self.pending.setdefault(table, []).append(frame)
+        runs = frames.get("runs")
+        return 0 if runs is None else runs.height
+
+    def flush(self) -> None:
+        """Write one part per table held (``PREFIX-NNNNN.parquet``)."""
+        for table, frames in self.pending.items():
+            frame = pl.concat(frames)
+            folder = self.staging.child(table)
+            folder.mkdir()
+            name = f"{self.prefix}-{self.parts:05d}.parquet"
+            write_parquet_atomic(S.part_table(frame, table), folder.child(name), part_of=table)
+            self.files.append(Part.of(table, name, frame))
+        self.pending = {}
+        self.parts += 1
+
+
+def drop_skipped(staging: Store, files: list[Part], skip: pl.Series) -> list[Part]:
+    """Rewrite the run-table parts that hold unchanged or outranked documents without them."""
+    if skip.len() == 0:
+        return files
+    ids = pl.DataFrame({"doc_id": skip.cast(pl.Int64)})
+    lo, hi = _span(ids)
+    kept = []
+    for f in files:
+        if lo is None or hi is None or not f.may_hold(lo, hi):
+            kept.append(f)
+            continue
+        path = staging.child(f.table, f.name)
+        read = pl.read_parquet(path.uri, storage_options=path.storage_options())
+        frame = read.join(ids, on="doc_id", how="anti")
+        if frame.height == f.rows:
+            kept.append(f)
+            continue
+        path.delete()
+        if frame.height:
+            write_parquet_atomic(S.part_table(frame, f.table), path, part_of=f.table)
+            kept.append(Part.of(f.table, f.name, frame))
+    return kept
+
+
+def commit_batch(
+    root: Store,
+    staging: Store,
+    batch_id: str,
+    seq: int,
+    files: list[Part],
+    entries: list[SourceSummary],
+    superseding: int,
+) -> None:
+    """Move staged parts into the table folders (local), then write the commit record (last)."""
+    listed: dict[str, list[str]] = {t: [] for t in S.TABLES}
+    for f in files:
+        if staging != root:
+            staging.child(f.rel).move_to(root.child(f.rel))
+        listed[f.table].append(f.rel)
+    record = {
+        "batch_id": batch_id,
+        "seq": seq,
+        "committed_at": datetime.now(UTC).isoformat(),
+        "files": listed,
+        "sources": [e.record() for e in entries],
+        "superseding": superseding,
+    }
+    D.commit(root, record)
+
+
+def remove_unlisted(root: Store, batch_id: str, records: list[dict[str, Any]]) -> None:
+    """Delete this batch's parts that no commit lists (object stores: failed attempts)."""
+    listed = {f for r in records for files in r["files"].values() for f in files}
+    for table in S.TABLES:
+        for name in root.child(table).names():
+            if name.startswith(batch_id) and f"{table}/{name}" not in listed:
+                root.child(table, name).delete()

@@ -1,0 +1,121 @@
+"""An evaluation as Spark tasks: one task per ``doc_id`` range, each the package's slice.
+
+The driver resolves the arguments as the one-machine API does and cuts the
+ranges (:func:`ocp_analytics.engine.evaluate.doc_ranges` on the manifest).
+Each task scans its own slice of the Parquet parts with polars and runs
+:func:`ocp_analytics.engine.evaluate.evaluate_slice`: every row of a run
+shares its ``doc_id``, so no shuffle is needed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from ocp_analytics._typing import RulesLike, StoreLike, Tier, When
+from ocp_analytics.engine.evaluate import (
+    SLICE_RUNS,
+    doc_ranges,
+    evaluate_slice,
+    slices,
+    windowed,
+)
+from ocp_analytics.engine.rates import flip_counts, partials
+from ocp_analytics.engine.timeaxis import resolve_as_of, resolve_window
+from ocp_analytics.model.rules import Rule, resolve_rules
+from ocp_analytics.spark.tasks import TaskHook, checkpoint, job_hook
+from ocp_analytics.store.dataset import scan_dataset
+from ocp_analytics.store.storage import Store, store
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+@dataclass
+class EvalJob:
+    """What every evaluation task needs; shipped to executors (pickled)."""
+
+    root: Store
+    size: int
+    tasks: int
+    rules: list[Rule]
+    as_of: datetime
+    recorded: bool = True
+    since: datetime | None = None
+    until: datetime | None = None
+    carry: Callable[[pl.Schema], Sequence[pl.Expr]] | None = None
+    keys: list[str] = field(default_factory=list)
+    min_tier: Tier | None = None
+    flip_names: list[str] | None = None
+    sample: int = 5
+    hook: TaskHook | None = field(default_factory=job_hook)
+
+    def evaluate(self, index: int) -> pl.DataFrame:
+        """The acceptance rows of range ``index`` (the package's slice and evaluation)."""
+        frames = next(itertools.islice(slices(self.root, self.size), index, None))
+        checkpoint(self.hook, "evaluate", index)
+        carry = self.carry(frames["runs"].collect_schema()) if self.carry else ()
+        tables = windowed(frames, self.since, self.until)
+        return evaluate_slice(tables, self.rules, self.as_of, recorded=self.recorded, carry=carry)
+
+    def partials(self, index: int) -> RangePartials:
+        """Rate partials (and flip counts) of range ``index``."""
+        acc = self.evaluate(index)
+        counts, hist = pl.collect_all(partials(acc.lazy(), self.keys, self.min_tier))
+        flips = None
+        if self.flip_names is not None and acc.height:
+            cols = acc.select("_doc", "run_id", "rule", "outcome")
+            flips = flip_counts(cols, self.flip_names, self.sample)
+        return RangePartials(counts, hist, flips)
+
+
+@dataclass(frozen=True)
+class RangePartials:
+    """What a rates task returns: the package's partials of one ``doc_id`` range."""
+
+    counts: pl.DataFrame
+    hist: pl.DataFrame
+    flips: pl.DataFrame | None  # flip counts, when comparing rules
+
+
+def eval_job(
+    spark: SparkSession,
+    dataset: StoreLike,
+    rules: RulesLike,
+    as_of: When,
+    recorded: bool,
+    since: When,
+    until: When,
+    slice_runs: int | None,
+) -> EvalJob:
+    """Resolve the arguments as the one-machine API does, and cut the ranges.
+
+    The arguments are those of :func:`ocp_analytics.spark.acceptance`, in its order.
+    """
+    alt, when = resolve_rules(rules), resolve_as_of(as_of)
+    lo, hi = resolve_window(since, until, when)
+    root = store(dataset)
+    manifest = scan_dataset(root).manifest
+    size = slice_runs or slice_size(spark.sparkContext.defaultParallelism, manifest)
+    tasks = max(1, len(doc_ranges(manifest, size)))
+    return EvalJob(root, size, tasks, alt, when, recorded, lo, hi)
+
+
+def slice_size(cores: int, manifest: pl.DataFrame) -> int:
+    """Documents per task: about two tasks per core, at most ``SLICE_RUNS`` runs each.
+
+    Examples
+    --------
+    >>> slice_size(2, pl.DataFrame({"documents": [600, 400]}))
+    250
+    >>> slice_size(2, pl.DataFrame({"documents": [3_000_000]})) == SLICE_RUNS
+    True
+    """
+    total = int(manifest.get_column("documents").sum()) if manifest.height else 0
+    return max(1, min(SLICE_RUNS, math.ceil(total / (2 * max(1, cores)))))
