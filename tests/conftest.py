@@ -89,6 +89,33 @@ def frames_equal(
 __all__ = ["AS_OF", "EXAMPLES", "frames_equal", "json"]
 
 
+@pytest.fixture(scope="module")
+def _spark_backend() -> Iterable[Any]:
+    """A local Spark session for the ``backend`` fixture; skipped without pyspark or Java."""
+    pytest.importorskip("pyspark")
+    pytest.importorskip("pandas")
+    from ocp_analytics import spark as osp
+    from tests.backends import SparkBackend
+
+    try:
+        session = osp.session("local[2]", {"spark.sql.shuffle.partitions": "2"})
+    except oa.OcpAnalyticsError as exc:  # no Java 17+ on this machine
+        pytest.skip(str(exc))
+    session.sparkContext.setLogLevel("ERROR")
+    yield SparkBackend(session)
+    session.stop()
+
+
+@pytest.fixture(params=["polars", "sql", "spark"])
+def backend(request: pytest.FixtureRequest) -> Any:
+    """Each engine in turn (``tests/backends.py``): one test body, every engine."""
+    from tests.backends import PolarsBackend, SqlBackend
+
+    if request.param == "spark":
+        return request.getfixturevalue("_spark_backend")
+    return PolarsBackend() if request.param == "polars" else SqlBackend()
+
+
 def _missing(why: str) -> None:
     """Skip a test whose local server is missing; fail instead under CI."""
     import os
