@@ -4,6 +4,7 @@ the reference evaluator and a frame-equality helper."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 import orjson
 import polars as pl
 import pytest
+from hypothesis import HealthCheck, settings
 from polars.testing import assert_frame_equal
 
 import ocp_analytics as oa
@@ -22,6 +24,22 @@ if str(ROOT) not in sys.path:  # benchmarks/ is not an installed package
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.generate import generate_documents, write_rules  # noqa: E402
+
+# Hypothesis profiles, chosen by HYPOTHESIS_PROFILE: each property test asks
+# for examples(n), its share of the profile's budget (n at dev and ci, 10n at
+# thorough, n/5 at quick). ci prints the blob that replays a failure.
+_RELAXED = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
+settings.register_profile("dev", max_examples=100, **_RELAXED)
+settings.register_profile("ci", max_examples=100, print_blob=True, **_RELAXED)
+settings.register_profile("thorough", max_examples=1000, **_RELAXED)
+settings.register_profile("quick", max_examples=20, **_RELAXED)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+def examples(n: int) -> int:
+    """``n`` examples scaled by the loaded profile (n under ``dev`` and ``ci``)."""
+    return max(1, n * settings.default.max_examples // 100)
+
 
 AS_OF = "2027-01-01T00:00:00Z"
 DATA = Path(__file__).parent / "data"
@@ -86,7 +104,7 @@ def frames_equal(
     assert_frame_equal(got, want_df, check_dtypes=False)
 
 
-__all__ = ["AS_OF", "EXAMPLES", "frames_equal", "json"]
+__all__ = ["AS_OF", "EXAMPLES", "examples", "frames_equal", "json"]
 
 
 @pytest.fixture(scope="module")
