@@ -23,9 +23,9 @@ import pyarrow as pa
 from ocp_analytics._typing import DatasetLike, Period, RulesLike, Tier, When
 from ocp_analytics.engine.acceptance import CODED, OUTPUT_SCHEMA, enum_words, turned_by_late_event
 from ocp_analytics.engine.evaluate import SLICE_RUNS, Sink, run
+from ocp_analytics.engine.flips import FlipPartials
 from ocp_analytics.engine.rates import (
     LABEL_PREFIX,
-    FlipPartials,
     RatePartials,
     check_tier,
     compare_matrix,
@@ -531,13 +531,37 @@ def compare(
     until: When = None,
     slice_runs: int = SLICE_RUNS,
 ) -> tuple[pl.LazyFrame, pl.LazyFrame]:
-    """Teams' bars side by side: a rate matrix and rule-versus-rule flips.
+    """Teams' bars side by side: a rate matrix and, per rule pair, flips and a paired test.
 
-    Returns ``(matrix, flips)``: ``matrix`` has one row per group and a column
-    per rule (the numeric columns are ``<rule>``, ``<rule>__low``,
-    ``<rule>__high``), ``flips`` has ``rule_a, rule_b, runs_compared, flips,
-    sample_run_ids``: runs accepted under ``rule_a`` but not ``rule_b``, and
-    the first ``sample`` of their run ids.
+    Parameters
+    ----------
+    dataset, as_of, recorded, since, until
+        As for :func:`acceptance`.
+    rules
+        The rules to compare (each run's own rule too, with ``recorded``).
+    by
+        Group columns, as for :func:`rates`: a matrix row and a set of flips
+        rows per group.
+    sample
+        Run ids kept per flips row.
+    slice_runs
+        Runs evaluated at a time: memory is bounded by it.
+
+    Returns
+    -------
+    tuple[polars.LazyFrame, polars.LazyFrame]
+        ``(matrix, flips)``. ``matrix`` has one row per group and, per rule,
+        ``<rule>``, ``<rule>__low``, ``<rule>__high`` (its accept rate and
+        Wilson bounds). ``flips`` has one row per group and ordered pair of
+        rules: ``*by, rule_a, rule_b, runs_compared, flips, a, b, c, d, n,
+        difference, difference_low, difference_high, p_value, p_method,
+        p_holm, sample_run_ids`` (``schemas.FLIPS``): ``flips`` counts runs
+        accepted under ``rule_a`` but not under ``rule_b`` (rejected or
+        unknown), ``sample_run_ids`` the first ``sample`` of them; ``a, b, c,
+        d`` is the paired table over the ``n`` runs decided under both, with
+        the difference of accept rates ``(b - c) / n`` and its Newcombe
+        interval, McNemar's p-value and Holm's adjustment across every cell
+        (docs/statistics.md).
 
     Examples
     --------
@@ -545,13 +569,16 @@ def compare(
     >>> ds = tempfile.mkdtemp() + "/ds"
     >>> _ = oa.ingest("tests/data/examples/v0.3", ds)
     >>> m, f = oa.compare(ds, ["tests", "tests+review"], as_of="2027-01-01T00:00:00Z")
-    >>> f.filter(rule_a="tests", rule_b="tests+review").collect()["flips"].item()
-    3
+    >>> row = f.filter(rule_a="tests", rule_b="tests+review").collect().row(0, named=True)
+    >>> row["flips"], row["b"], row["n"], row["p_method"]
+    (3, 0, 4, 'exact')
     """
     alt, names, cols = compare_arguments(rules, by, sample, recorded)
-    flips = FlipPartials(names, sample)
+    gnames, keys = _groups(cols, None)
+    flips = FlipPartials(names, sample, keys=keys)
     scope = _Scope.read(alt, as_of, since, until, recorded, slice_runs)
-    sink, gnames, keys = _rate_partials(dataset, scope, cols, flips=flips)
+    sink, _, _ = _rate_partials(dataset, scope, cols, flips=flips)
     long = _named_rates(sink, keys, gnames)
     _warn_missing_labels(long, gnames)
-    return compare_matrix(long, names, gnames).lazy(), flips.flips()
+    named = dict(zip(keys, gnames, strict=True))
+    return compare_matrix(long, names, gnames).lazy(), flips.flips().rename(named)

@@ -464,15 +464,39 @@ ACCEPTANCE = pa.schema(
     ]
 )
 
-# Rule-versus-rule flips (SEMANTICS §10): per ordered pair of rules, the runs
-# both decided, the runs accepted under ``rule_a`` and not under ``rule_b``,
-# and the first few of those runs' ids.
+# Rule-versus-rule comparison (SEMANTICS §10, docs/statistics.md): per ordered
+# pair of rules (group columns, when any, come first):
+# - ``runs_compared``: runs evaluated under both rules; ``flips``: of those,
+#   accepted under ``rule_a`` and not under ``rule_b`` (rejected or unknown);
+# - the paired table over the runs decided under both: ``a`` accepted under
+#   both, ``b`` accepted under ``rule_a`` and rejected under ``rule_b``, ``c``
+#   the reverse, ``d`` rejected under both; ``n = a + b + c + d``;
+# - ``difference`` = accept rate under ``rule_a`` minus under ``rule_b`` over
+#   those ``n`` runs, ``(b - c) / n``, with Newcombe's paired 95 % interval;
+# - McNemar's two-sided ``p_value``, its ``p_method`` (``exact`` or
+#   ``chi2-cc``) and ``p_holm``, Holm's adjustment across the comparison's
+#   cells (all null when ``n = 0``);
+# - ``sample_run_ids``: the first few flipped runs' ids.
+# ``flips`` counts ``b`` and the runs unknown under ``rule_b``; it is not
+# symmetric, while the table of the reverse pair swaps ``b`` and ``c``.
+_COUNT = pa.uint32()
 FLIPS = pa.schema(
     [
         ("rule_a", _LSTR),
         ("rule_b", _LSTR),
-        ("runs_compared", pa.uint32()),
-        ("flips", pa.uint32()),
+        ("runs_compared", _COUNT),
+        ("flips", _COUNT),
+        ("a", _COUNT),
+        ("b", _COUNT),
+        ("c", _COUNT),
+        ("d", _COUNT),
+        ("n", _COUNT),
+        ("difference", pa.float64()),
+        ("difference_low", pa.float64()),
+        ("difference_high", pa.float64()),
+        ("p_value", pa.float64()),
+        ("p_method", _LSTR),
+        ("p_holm", pa.float64()),
         ("sample_run_ids", pa.large_list(_LSTR)),
     ]
 )

@@ -18,6 +18,7 @@ from typer.testing import CliRunner, Result
 
 import ocp_analytics as oa
 from ocp_analytics.cli import app
+from ocp_analytics.schemas import FLIPS
 
 EXAMPLES = Path(__file__).parent / "data" / "examples"
 AS_OF = "2027-01-01T00:00:00Z"
@@ -125,6 +126,10 @@ def test_compare_json_is_one_document(ds: str, tmp_path: Path) -> None:
     assert body["matrix"][0]["tests+review"] == 1.0
     flip = [f for f in body["flips"] if (f["rule_a"], f["rule_b"]) == ("tests", "tests+review")]
     assert flip[0]["flips"] == 10 and flip[0]["runs_compared"] == 32
+    # the 10 flips are runs unknown under tests+review: none is decided under both rules
+    paired = {c: flip[0][c] for c in ("a", "b", "c", "d", "n", "difference", "p_value")}
+    assert paired == {"a": 14, "b": 0, "c": 0, "d": 0, "n": 14, "difference": 0.0, "p_value": 1.0}
+    assert (flip[0]["p_method"], flip[0]["p_holm"]) == ("exact", 1.0)
     # to a file: the same single document, nothing beside it
     ok(*args, "-o", str(tmp_path / "cmp.json"))
     assert json.loads((tmp_path / "cmp.json").read_text()) == body
@@ -135,7 +140,25 @@ def test_compare_csv_writes_flips_beside(ds: str, tmp_path: Path) -> None:
     ok("compare", ds, "--rule", "tests", "--as-of", AS_OF, "-o", str(tmp_path / "cmp.csv"))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cmp.csv", "cmp.flips.csv"]
     flips = pl.read_csv(tmp_path / "cmp.flips.csv")
-    assert flips.columns == ["rule_a", "rule_b", "runs_compared", "flips", "sample_run_ids"]
+    assert flips.columns == FLIPS.names
+    assert flips.columns[:4] == ["rule_a", "rule_b", "runs_compared", "flips"]
+
+
+def test_issue37_compare_by_group_has_a_paired_test_per_group_and_pair(
+    ds: str, tmp_path: Path
+) -> None:
+    args = ["compare", ds, "--rule", "tests", "--by", "task_type", "--as-of", AS_OF]
+    body = json.loads(ok(*args, "-f", "json").stdout)
+    rows = {(f["task_type"], f["rule_a"], f["rule_b"]): f for f in body["flips"]}
+    assert list(body["flips"][0])[:3] == ["task_type", "rule_a", "rule_b"]
+    assert len(rows) == len(body["flips"]) == 2 * len(body["matrix"])
+    feature = rows[("feature", "recorded", "tests")]
+    assert (feature["runs_compared"], feature["a"], feature["n"]) == (15, 15, 15)
+    assert (feature["difference"], feature["p_method"]) == (0.0, "exact")
+    text = ok(*args).stdout
+    assert "paired, over the runs decided under both: a accepted under both" in text
+    assert "│ feature   ┆ recorded ┆ tests    ┆ 15            ┆ 0     ┆ 15 ┆ 0 ┆ 0 ┆ 0 ┆" in text
+    assert "+0.0 pts [-20.4, +20.4] ┆ 1.0000 exact ┆ 1.0000 ┆ []" in text
 
 
 # -------------------------------------------------------------------- options

@@ -1,4 +1,4 @@
-"""Pure rate aggregations: partials, combine, Wilson bounds, flips."""
+"""Pure rate aggregations: partials, combine, Wilson bounds; the flips' old import path."""
 
 from __future__ import annotations
 
@@ -48,3 +48,11 @@ def test_unknown_tier_is_refused_naming_the_tiers() -> None:
         OcpAnalyticsError, match="use one of verified, reported, heuristic, asserted"
     ):
         check_tier("gold")
+
+
+def test_flip_functions_keep_their_import_path_in_rates() -> None:
+    """Spark and older code import the flips from engine.rates; they now live in engine.flips."""
+    from ocp_analytics.engine import flips, rates
+
+    for name in ("FlipPartials", "combine_flips", "flag_counts", "flip_counts", "flips_from"):
+        assert getattr(rates, name) is getattr(flips, name), name

@@ -11,6 +11,7 @@ import importlib
 import json
 import math
 import re
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +22,10 @@ from typer.testing import CliRunner
 
 import ocp_analytics as oa
 from benchmarks.generate import write_ndjson, write_rules
+from ocp_analytics.engine.flips import format_difference, format_p
 from ocp_analytics.engine.rates import format_rate
 from ocp_analytics.exceptions import MissingExtraError
-from ocp_analytics.reporting.figures import FIGURES
+from ocp_analytics.reporting.figures import FIGURES, TOP_FLIPS
 from ocp_analytics.reporting.page import ReportFiles
 
 pytest.importorskip("altair")
@@ -103,6 +105,19 @@ def test_headline_rates_are_shown_in_the_page(fleet: tuple[Path, Path, Path]) ->
         assert f"<td>{r['runs']:,}</td>" in html
 
 
+def test_largest_flips_are_shown_with_their_paired_test(fleet: tuple[Path, Path, Path]) -> None:
+    _, _, data = fleet
+    html = (data.parent / "out" / "report.html").read_text()
+    table = html[html.index('<table id="flips-table">') :]
+    table = table[: table.index("</table>")]
+    assert "<th>difference [95 %]</th>" in table and "<th>p (Holm)</th>" in table
+    rows = [r for r in _data(data, "flips")["rows"] if r["flips"] > 0][:TOP_FLIPS]
+    assert rows and table.count("<tr>") == len(rows) + 1
+    for r in rows:
+        diff = format_difference(r["difference"], r["difference_low"], r["difference_high"])
+        assert f"<td>{diff}</td><td>{escape(format_p(r['p_holm']))}</td>" in table, r
+
+
 def test_trend_and_matrix_equal_rates(fleet: tuple[Path, Path, Path]) -> None:
     ds, rules, data = fleet
     index = _data(data, "index")
@@ -132,14 +147,13 @@ def test_attempts_and_flips_equal_the_api(fleet: tuple[Path, Path, Path]) -> Non
         key=lambda r: (r["rule"], r["attempts_to_acceptance"]),
     )
     _same_rows(got, dist.sort("rule", "attempts_to_acceptance"), cols)
-    matrix, flips = oa.compare(ds, [rules], by="label.team", as_of=AS_OF, since="60d")
-    want = {(r["rule_a"], r["rule_b"]): r["flips"] for r in flips.collect().iter_rows(named=True)}
-    assert {(r["rule_a"], r["rule_b"]): r["flips"] for r in _data(data, "flips")["rows"]} == want
-    samples = {
-        (r["rule_a"], r["rule_b"]): r["sample_run_ids"] for r in _data(data, "flips")["rows"]
-    }
-    for r in flips.collect().iter_rows(named=True):
-        assert samples[(r["rule_a"], r["rule_b"])] == r["sample_run_ids"]
+    matrix, _ = oa.compare(ds, [rules], by="label.team", as_of=AS_OF, since="60d")
+    # the page's flips are over every run of the window: those of compare without groups
+    _, flips = oa.compare(ds, [rules], as_of=AS_OF, since="60d")
+    got = sorted(_data(data, "flips")["rows"], key=lambda r: (r["rule_a"], r["rule_b"]))
+    want = flips.collect()
+    assert want["b"].sum() > 0 and want["p_holm"].min() < 1  # the test sees real differences
+    _same_rows(got, want, want.columns)
     m = matrix.collect().sort("label.team", nulls_last=True)
     got = sorted(
         _data(data, "compare_matrix")["rows"],

@@ -39,6 +39,7 @@ from ocp_analytics.cli.options import (
 from ocp_analytics.cli.output import (
     deliver,
     emit,
+    flips_table,
     json_text,
     matrix_table,
     rates_table,
@@ -230,11 +231,16 @@ def compare(
     spark_master: SparkMasterOpt = None,
     spark_conf: SparkConfOpt = None,
 ) -> None:
-    """Teams' bars side by side: rate matrix (group × rule) and flips per rule pair.
+    """Teams' bars side by side: rate matrix (group × rule); per rule pair, flips and a paired test.
 
     The matrix has one row per group and, per rule, the accept rate with its
-    95 % interval. Flips count, for every ordered pair of rules, the runs
-    accepted under rule_a but not under rule_b, with a sample of run ids.
+    95 % interval. For every ordered pair of rules (per group with --by):
+    flips, the runs accepted under rule_a but not under rule_b (rejected or
+    unknown), with a sample of run ids; over the runs decided under both,
+    the paired counts a (accepted under both), b (rule_a only), c (rule_b
+    only), d (rejected under both), the difference of accept rates with
+    Newcombe's paired 95 % interval, McNemar's p-value (exact below 25
+    discordant runs) and Holm's adjusted p-value across all rows.
     JSON is one document {"as_of", "matrix", "flips"}; csv and parquet write
     the matrix to --out and the flips beside it as FILE.flips.EXT.
 
@@ -283,7 +289,10 @@ def _write_comparison(
                 render(matrix_table(matrix), fmt, None),
                 "",
                 "flips: runs accepted under rule_a but not under rule_b",
-                render(flips, fmt, when),
+                "paired, over the runs decided under both: a accepted under both, b rule_a only,",
+                "c rule_b only, d rejected under both; difference = rate under rule_a minus",
+                "under rule_b [95% Newcombe]; McNemar's p-value; p_holm adjusted across the rows",
+                render(flips_table(flips), fmt, when),
             ]
         )
         deliver(text, out)

@@ -218,3 +218,24 @@ def matrix_table(m: pl.DataFrame) -> pl.DataFrame:
         *[c for c in keys if c not in names],
         *[pl.Series(n, cells[n], dtype=pl.String) for n in names],
     )
+
+
+def flips_table(flips: pl.DataFrame) -> pl.DataFrame:
+    """``compare``'s flips for reading: the difference with its interval, and the p-values, as text.
+
+    ``difference`` becomes ``+4.3 pts [-10.4, +21.0]``, ``p_value`` carries
+    its method (``0.0129 exact``); ``n`` (= a + b + c + d) is left to the
+    other formats.
+    """
+    from ocp_analytics.engine.flips import format_difference, format_p
+
+    rows = flips.select("difference", "difference_low", "difference_high", "p_value", "p_method")
+    diffs, ps = [], []
+    for d, lo, hi, p, method in rows.iter_rows():
+        diffs.append(format_difference(d, lo, hi))
+        ps.append(format_p(p, method))
+    return flips.with_columns(
+        pl.Series("difference", diffs, dtype=pl.String),
+        pl.Series("p_value", ps, dtype=pl.String),
+        pl.Series("p_holm", [format_p(p) for p in flips["p_holm"]], dtype=pl.String),
+    ).drop("n", "difference_low", "difference_high", "p_method")

@@ -1,9 +1,11 @@
-"""Rates and rule-versus-rule flips over decisions (SEMANTICS §10); pure.
+"""Rates over decisions (SEMANTICS §10); pure.
 
 Everything here adds up across slices of runs: per slice, *partials*
-(counts per group and rule, a histogram of attempts to acceptance, flip
-counts per rule pair); once, a *combine* that turns the summed partials into
-rates. The sinks at the end collect partials for the evaluation loop.
+(counts per group and rule, a histogram of attempts to acceptance); once, a
+*combine* that turns the summed partials into rates. The sink at the end
+collects partials for the evaluation loop. Rule-versus-rule flips and the
+paired table live in :mod:`ocp_analytics.engine.flips` (their names are
+also importable from here, where they used to be).
 """
 
 from __future__ import annotations
@@ -15,8 +17,15 @@ import polars as pl
 
 from ocp_analytics._typing import Tier
 from ocp_analytics.engine.features import TIER_RANK
+from ocp_analytics.engine.flips import FLIP_COUNTS as FLIP_COUNTS
+from ocp_analytics.engine.flips import FlipPartials as FlipPartials
+from ocp_analytics.engine.flips import combine_flips as combine_flips
+from ocp_analytics.engine.flips import flag_counts as flag_counts
+from ocp_analytics.engine.flips import flip_counts as flip_counts
+from ocp_analytics.engine.flips import flip_figures as flip_figures
+from ocp_analytics.engine.flips import flips_from as flips_from
 from ocp_analytics.exceptions import OcpAnalyticsError, hint
-from ocp_analytics.schemas import FLIP_SCHEMA, OUTCOME_TIERS
+from ocp_analytics.schemas import OUTCOME_TIERS
 
 Z95 = 1.959963984540054
 LABEL_PREFIX = "label."
@@ -252,108 +261,6 @@ def compare_matrix(long: pl.DataFrame, names: list[str], groups: list[str]) -> p
     return matrix.select(*keys, *ordered)
 
 
-# --- flips (their columns: schemas.FLIPS) ---------------------------------------
-
-
-def flip_counts(acc: pl.DataFrame, names: list[str], sample: int) -> pl.DataFrame:
-    """Per ordered rule pair: runs, flips and the first run ids flipped, for one slice.
-
-    ``acc`` has ``_doc`` (the run's ``doc_id``), ``run_id``, ``rule`` and
-    ``outcome``; see :func:`flag_counts`.
-    """
-    number = {n: i for i, n in enumerate(names)}
-    flags = acc.select(
-        "_doc",
-        pl.col("rule").replace_strict(number, return_dtype=pl.UInt16).alias("r"),
-        (pl.col("outcome") == "accepted").alias("a"),
-    )
-    return flag_counts(flags, acc.select("_doc", "run_id").unique("_doc"), names, sample)
-
-
-def flag_counts(
-    flags: pl.DataFrame, ids: pl.DataFrame, names: list[str], sample: int
-) -> pl.DataFrame:
-    """Flip counts from accepted flags: ``flags`` (``_doc``, rule number ``r``, ``a``).
-
-    ``ids`` maps ``_doc`` to ``run_id``. One row per run document and one
-    column of flags per rule (numbered, so no name can clash), then a sum and
-    a ``bottom_k`` per pair: no runs × rules² join, and no text per (run,
-    rule) held while a slice's rules arrive.
-    """
-    wide = flags.pivot(on="r", on_columns=list(range(len(names))), index="_doc", values="a")
-    wide = wide.rename({str(i): f"r{i}" for i in range(len(names)) if str(i) in wide.columns})
-    wide = wide.with_columns(
-        pl.lit(None, pl.Boolean).alias(f"r{i}")
-        for i in range(len(names))
-        if f"r{i}" not in wide.columns
-    ).join(ids, on="_doc", how="left")
-    number = {n: f"r{i}" for i, n in enumerate(names)}
-    pairs = [(a, b) for a in names for b in names if a != b]
-    exprs = [pl.len().alias("runs")]
-    for k, (a, b) in enumerate(pairs):
-        flip = pl.col(number[a]).fill_null(False) & ~pl.col(number[b]).fill_null(True)
-        exprs += [
-            flip.sum().alias(f"f{k}"),
-            pl.col("run_id").filter(flip).bottom_k(sample).implode().alias(f"s{k}"),
-        ]
-    row = wide.select(exprs).row(0, named=True)
-    return pl.DataFrame(
-        {
-            "rule_a": [a for a, _ in pairs],
-            "rule_b": [b for _, b in pairs],
-            "runs_compared": [row["runs"]] * len(pairs),
-            "flips": [row[f"f{k}"] for k in range(len(pairs))],
-            "sample_run_ids": [row[f"s{k}"] for k in range(len(pairs))],
-        },
-        schema=FLIP_SCHEMA,
-    )
-
-
-def combine_flips(parts: list[pl.DataFrame], sample: int) -> pl.LazyFrame:
-    """Flip counts of every slice, summed; the first ``sample`` run ids of each pair."""
-    if not parts:
-        return pl.LazyFrame(schema=FLIP_SCHEMA)
-    return (
-        pl.concat(parts)
-        .lazy()
-        .group_by("rule_a", "rule_b")
-        .agg(
-            pl.col("runs_compared").sum(),
-            pl.col("flips").sum(),
-            pl.col("sample_run_ids")
-            .list.explode(keep_nulls=False, empty_as_null=False)
-            .sort()
-            .head(sample),
-        )
-        .sort("rule_a", "rule_b")
-    )
-
-
-def flips_from(acc: pl.LazyFrame, sample: int = 5) -> pl.LazyFrame:
-    """For every ordered pair of rules, the runs accepted under one and not the other.
-
-    Returns ``rule_a, rule_b, runs_compared, flips, sample_run_ids`` where
-    ``flips`` counts runs accepted under ``rule_a`` but not under ``rule_b``.
-    """
-    a = acc.select(
-        "run_id", pl.col("rule").alias("rule_a"), (pl.col("outcome") == "accepted").alias("acc_a")
-    )
-    b = acc.select(
-        "run_id", pl.col("rule").alias("rule_b"), (pl.col("outcome") == "accepted").alias("acc_b")
-    )
-    pairs = a.join(b, on="run_id").filter(pl.col("rule_a") != pl.col("rule_b"))
-    flip = pl.col("acc_a") & ~pl.col("acc_b")
-    return (
-        pairs.group_by("rule_a", "rule_b")
-        .agg(
-            pl.len().alias("runs_compared"),
-            flip.sum().alias("flips"),
-            pl.col("run_id").filter(flip).sort().head(sample).alias("sample_run_ids"),
-        )
-        .sort("rule_a", "rule_b")
-    )
-
-
 def format_rate(rate: float | None, low: float | None, high: float | None) -> str:
     """``"72.4% [68.1–76.3]"``, or ``"–"`` when undecided."""
     if rate is None or (isinstance(rate, float) and math.isnan(rate)):
@@ -395,49 +302,3 @@ class RatePartials:
             return pl.concat(self.counts).lazy(), pl.concat(self.hists).lazy()
         c, h = pl.collect_all(partials(empty.lazy(), self.keys, self.min_tier))
         return c.lazy(), h.lazy()
-
-
-class FlipPartials:
-    """Collects flip counts per rule pair, one run document at a time per slice.
-
-    A slice's rules arrive one frame at a time; the frames of a slice are
-    held until the slice's last rule (``len(names)`` frames), then counted.
-    """
-
-    columns = ("run_id", "rule", "outcome")
-
-    def __init__(self, names: list[str], sample: int, doc: str = "_doc") -> None:
-        self.names = names
-        self.sample = sample
-        self.doc = doc
-        self.held: list[pl.DataFrame] = []
-        self.ids = pl.DataFrame()
-        self.parts: list[pl.DataFrame] = []
-
-    def add(self, decisions: pl.DataFrame) -> None:
-        """Take one rule's decisions of a slice (with the document column ``_doc``).
-
-        Only a flag per run is held (the run ids once a slice), so a slice of
-        K rules holds about 11 bytes per (run, rule).
-        """
-        k = len(self.held)
-        if decisions.height and decisions["rule"][0] != self.names[k]:
-            raise AssertionError(f"rule {decisions['rule'][0]!r} arrived for {self.names[k]!r}")
-        if k == 0:
-            self.ids = decisions.select(pl.col(self.doc).alias("_doc"), "run_id")
-        self.held.append(
-            decisions.select(
-                pl.col(self.doc).alias("_doc"),
-                pl.lit(k, pl.UInt16).alias("r"),
-                (pl.col("outcome") == "accepted").alias("a"),
-            )
-        )
-        if len(self.held) == len(self.names):
-            flags = pl.concat(self.held)
-            self.held = []
-            if flags.height:
-                self.parts.append(flag_counts(flags, self.ids, self.names, self.sample))
-
-    def flips(self) -> pl.LazyFrame:
-        """The summed flips of every slice."""
-        return combine_flips(self.parts, self.sample)

@@ -29,7 +29,9 @@ FIGURES = {
     "rates_by_period": "oa.rates(by=..., period=...): accept rate per period, group and rule",
     "compare_matrix": "oa.compare matrix: a row per group; <rule>, <rule>__low, <rule>__high",
     "rates_by_group": "the compare matrix as rows: group, rule, accept_rate, ci_low, ci_high",
-    "flips": "per ordered rule pair: runs accepted under rule_a, not rule_b; sample run ids",
+    "flips": "per ordered rule pair: runs accepted under rule_a, not rule_b (flip_share of the "
+    "runs compared), sample run ids; paired table a, b, c, d over the n runs decided under "
+    "both, difference of accept rates with Newcombe's interval, McNemar p_value, Holm p_holm",
     "attempts_distribution": "accepted runs by the attempt at which they were accepted, per rule",
     "tier_mix": "decided runs per rule and evidence tier, and their share",
     "provisional": "accepted runs whose late-event window is still open, per period and rule",
@@ -91,7 +93,8 @@ def _evaluate(ctx: Context) -> dict[str, pl.DataFrame]:
     """
     from ocp_analytics.api import _carry, _empty
     from ocp_analytics.engine.evaluate import run
-    from ocp_analytics.engine.rates import FlipPartials, RatePartials
+    from ocp_analytics.engine.flips import FlipPartials
+    from ocp_analytics.engine.rates import RatePartials
     from ocp_analytics.engine.timeaxis import run_time
 
     names, keys, carry = _carry(ctx.by, ctx.period)  # keys: the period's, then the groups'

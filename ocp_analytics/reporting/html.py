@@ -88,6 +88,30 @@ def _table(frame: pl.DataFrame, columns: Sequence[str]) -> dict[str, Any]:
     return {"columns": list(columns), "rows": rows}
 
 
+def _flips_table(flips: pl.DataFrame) -> dict[str, Any]:
+    """The largest flips beside the paired test of their pair of rules."""
+    from ocp_analytics.engine.flips import format_difference, format_p
+
+    columns = ["rule_a", "rule_b", "runs compared", "flips", "difference [95 %]"]
+    columns += ["p (Holm)", "sample run ids"]
+    rows = [
+        {
+            "cells": [
+                r["rule_a"],
+                r["rule_b"],
+                f"{r['runs_compared']:,}",
+                f"{r['flips']:,}",
+                format_difference(r["difference"], r["difference_low"], r["difference_high"]),
+                format_p(r["p_holm"]),
+                ", ".join(r["sample_run_ids"]),
+            ],
+            "flag": "",
+        }
+        for r in flips.iter_rows(named=True)
+    ]
+    return {"columns": columns, "rows": rows}
+
+
 def _cards(head: pl.DataFrame, previous: bool) -> list[dict[str, str]]:
     """The headline of the first rule (the recorded rules, by default)."""
     if head.is_empty():
@@ -175,7 +199,7 @@ def _tables(figs: dict[str, pl.DataFrame]) -> dict[str, Any]:
     return {
         "headline": _headline_table(figs["headline"]),
         "top_flips": TOP_FLIPS,
-        "flips": _table(flips, ["rule_a", "rule_b", "runs_compared", "flips", "sample_run_ids"]),
+        "flips": _flips_table(flips),
         "quarantine": _table(figs["quarantine_samples"], quarantine),
         "findings": _table(figs["findings_samples"], findings),
     }
