@@ -9,6 +9,9 @@ the policy of the task brief is followed (it is repeated in the docstrings).
 
 Public API: ``RECORDED``, ``TIER_ORDER``, ``TIER_Q``, ``parse_ts``,
 ``rule_is_valid`` and ``evaluate``.
+
+``as_of`` is the instant of knowledge (§1): a signal of any kind observed
+after it is set aside before anything else is read (:func:`known_at`).
 """
 
 from __future__ import annotations
@@ -260,6 +263,17 @@ def read_attempts(doc: dict) -> list[Attempt]:
 # ------------------------------------------------------------------ §4 latest
 
 
+def known_at(signals: list[Signal], as_of: datetime) -> list[Signal]:
+    """§1/§4: the signals known at ``as_of``; the rest are set aside first.
+
+    A signal whose ``observed_at`` is a known time after ``as_of`` is not yet
+    observed and takes no part anywhere (not as the latest verdict or score,
+    not as an excluded event). A signal with no readable time is always
+    known; one observed exactly at ``as_of`` is known.
+    """
+    return [s for s in signals if s.observed_at is None or s.observed_at <= as_of]
+
+
 def latest(candidates: list[Signal]) -> Signal | None:
     """§4: order by (time known?, observed_at, position); the last one wins.
 
@@ -348,21 +362,17 @@ def _micros(delta: timedelta) -> int:
     return delta // _ONE_MICRO
 
 
-def counted_events(
-    signals: list[Signal], rule: Rule, ended_at: datetime | None, as_of: datetime
-) -> list[Signal]:
-    """§6 excluded events, in position order.
+def counted_events(signals: list[Signal], rule: Rule, ended_at: datetime | None) -> list[Signal]:
+    """§6 excluded events among the signals known at ``as_of`` (:func:`known_at`),
+    in position order.
 
-    An event (kind "event", name in excludes_events, value ignored) observed
-    after ``as_of`` is skipped. Otherwise it counts when the run has no
-    ``ended_at``, the event has no time, or observed_at - ended_at <=
-    window_days days (no lower bound: events before the end count).
+    An event (kind "event", name in excludes_events, value ignored) counts
+    when the run has no ``ended_at``, the event has no time, or observed_at -
+    ended_at <= window_days days (no lower bound: events before the end count).
     """
     counted = []
     for s in sorted(signals, key=lambda s: s.position):
         if s.kind != "event" or s.name not in rule.excludes_events:
-            continue
-        if s.observed_at is not None and s.observed_at > as_of:
             continue
         if _within_window(s.observed_at, ended_at, rule.window_days):
             counted.append(s)
@@ -484,9 +494,10 @@ def _not_applicable(reason: str) -> dict:
 def evaluate(doc: dict, rule: dict | str, as_of: datetime) -> dict:
     """Evaluate one raw document under RECORDED or an alternative rule dict.
 
-    Steps: §3 pick and read the rule; §5 one part per required name, then the
-    score part; §6 combine, then excluded events; §7 tier and q; §8 the
-    attempt at acceptance (accepted outcomes only); §9 the open window.
+    Steps: §3 pick and read the rule; §4 set aside the signals observed after
+    ``as_of``; §5 one part per required name, then the score part; §6
+    combine, then excluded events; §7 tier and q; §8 the attempt at
+    acceptance (accepted outcomes only); §9 the open window.
     """
     if as_of.tzinfo is None or as_of.utcoffset() is None:
         raise ValueError("as_of must be timezone-aware")
@@ -503,14 +514,14 @@ def evaluate(doc: dict, rule: dict | str, as_of: datetime) -> dict:
         raise ValueError("alternative rules must be valid")
 
     eff = effective_rule(rule)
-    signals = read_signals(run)
+    signals = known_at(read_signals(run), as_of)
     ended_at = parse_ts(run.get("ended_at"))
 
     parts = [verdict_part(signals, name) for name in eff.requires]
     if eff.score is not None:
         parts.append(score_part(signals, eff.score))
     outcome = combine(parts)
-    events = counted_events(signals, eff, ended_at, as_of)
+    events = counted_events(signals, eff, ended_at)
     if events:
         outcome = REJECTED
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import polars as pl
 
@@ -11,6 +12,7 @@ from ocp_analytics.engine.features import (
     PASS,
     UNKNOWN,
     event_rows,
+    known_at,
     latest_scores,
     latest_verdicts,
     matched_events,
@@ -120,3 +122,32 @@ def test_matched_events_are_appended_after_the_runs_own() -> None:
     )
     rows = event_rows(own, runs, None, matched_events(events, arts)).sort("sig_idx").collect()
     assert rows.select("name", "rank").rows() == [("issue", 0), ("incident", 3), ("revert", 0)]
+
+
+def test_issue39_latest_signals_read_what_was_known_at_as_of() -> None:
+    """SEMANTICS §4: signals observed after as_of are set aside before the latest is picked."""
+    later = datetime(2026, 12, 3, tzinfo=UTC)
+    s = _signals(
+        [
+            (1, 0, "verdict", "review", "pass", None, T0),
+            (1, 1, "verdict", "review", "reject", None, later),  # not yet observed at T1
+            (2, 0, "verdict", "review", "reject", None, later),  # nothing known: no row
+            (3, 0, "verdict", "review", "reject", None, None),  # no time: always known
+            (1, 2, "score", "runtime", None, 3300.0, T1),  # at as_of: known
+            (1, 3, "score", "runtime", None, 4000.0, later),
+        ]
+    )
+    known = known_at(s, T1)
+    verdicts = latest_verdicts(known).sort("doc_id").collect()
+    assert verdicts.select("doc_id", "state").rows() == [(1, PASS), (3, FAIL)]
+    assert latest_scores(known).collect().select("value").item() == 3300.0
+
+
+def test_issue39_the_as_of_predicate_reaches_the_parquet_scan(tmp_path: Path) -> None:
+    """One filter on the scan every feature reads, not one per rule (performance)."""
+    s = _signals([(1, 0, "verdict", "tests", "pass", None, T0)]).collect()
+    s.write_parquet(tmp_path / "signals.parquet")
+    scan = pl.scan_parquet(tmp_path / "signals.parquet")
+    plan = latest_verdicts(known_at(scan, T1), ["tests"]).explain()
+    scan_part = plan[plan.index("Parquet SCAN") :]
+    assert 'col("observed_at").is_null()' in scan_part

@@ -725,7 +725,8 @@ def test_window_open(as_of, window_days, excludes, ended_at, expected):
         "window_days": window_days,
         "excludes_events": excludes,
     }
-    result = run_rule([verdict("tests", "fail")], as_of, ended_at, **fields)
+    # a verdict with no time is known at every as_of (§4), so the outcome stays
+    result = run_rule([verdict("tests", "fail", _ABSENT)], as_of, ended_at, **fields)
     assert result["outcome"] == "rejected"  # independent of outcome
     assert result["window_open"] is expected
 
@@ -734,6 +735,82 @@ def test_window_open_false_without_rule():
     doc = make_doc([verdict("tests", "pass")])
     assert evaluate(doc, RECORDED, END_DT)["window_open"] is False
     assert evaluate(doc, rule(requires=["tests"]), END_DT)["window_open"] is True
+
+
+# ------------------------------------------- §1, §4 as_of is a point in time (issue #39)
+
+# The run ended 2025-12-20; its review verdict came ten months after as_of.
+PIT_END = "2025-12-20T10:00:00Z"
+PIT_AS_OF = datetime(2026, 1, 1, tzinfo=UTC)
+PIT_EARLY = "2025-12-20T10:05:00Z"
+PIT_LATE = "2026-10-15T12:00:00Z"
+
+
+def test_issue39_verdict_observed_after_as_of_is_not_yet_known():
+    signals = [verdict("tests", "pass", PIT_EARLY), verdict("review", "reject", PIT_LATE)]
+    fields = {"requires": ["tests", "review"], "ended_at": PIT_END}
+    before = run_rule(signals, PIT_AS_OF, **fields)
+    assert (before["outcome"], before["reasons"], before["tier"]) == (
+        "unknown",
+        ["missing:review"],
+        "verified",  # the review verdict is not used either
+    )
+    after = run_rule(signals, datetime(2026, 11, 1, tzinfo=UTC), **fields)
+    assert (after["outcome"], after["reasons"]) == ("rejected", ["failed:review"])
+
+
+def test_issue39_latest_verdict_is_the_latest_known_at_as_of():
+    signals = [
+        verdict("review", "pass", PIT_EARLY, tier="reported"),
+        verdict("review", "reject", PIT_LATE),
+    ]
+    result = run_rule(signals, PIT_AS_OF, requires=["review"], ended_at=PIT_END)
+    assert (result["outcome"], result["tier"]) == ("accepted", "reported")
+
+
+def test_issue39_score_observed_after_as_of_is_ignored():
+    target = {"name": "runtime_s", "target": 3600, "better": "lower"}
+    signals = [
+        score("runtime_s", 3300, PIT_EARLY, tier="reported"),
+        score("runtime_s", 4000, PIT_LATE),
+    ]
+    result = run_rule(signals, PIT_AS_OF, score=target, ended_at=PIT_END)
+    assert (result["outcome"], result["reasons"], result["tier"]) == ("accepted", [], "reported")
+    alone = run_rule(signals[1:], PIT_AS_OF, score=target, ended_at=PIT_END)
+    assert (alone["outcome"], alone["reasons"]) == ("unknown", ["missing:runtime_s"])
+
+
+def test_issue39_signal_observed_at_as_of_is_known():
+    at = PIT_AS_OF.isoformat()
+    just_after = (PIT_AS_OF + timedelta(microseconds=1)).isoformat()
+    fields = {"requires": ["tests"], "ended_at": PIT_END}
+    assert run_rule([verdict("tests", "fail", at)], PIT_AS_OF, **fields)["outcome"] == "rejected"
+    late = run_rule([verdict("tests", "fail", just_after)], PIT_AS_OF, **fields)
+    assert late["outcome"] == "unknown"
+
+
+@pytest.mark.parametrize("when", [_ABSENT, "garbage", None, ""])
+def test_issue39_signal_without_time_is_always_known(when):
+    result = run_rule([verdict("tests", "pass", when)], PIT_AS_OF, requires=["tests"])
+    assert result["outcome"] == "accepted"
+
+
+def test_issue39_verdict_after_as_of_does_not_decide_the_attempt():
+    attempts = [attempt("w.a1", "w", PIT_EARLY), attempt("w.a2", "w", "2025-12-20T11:00:00Z")]
+    signals = [
+        verdict("tests", "pass", PIT_EARLY, at_attempt="w.a1"),
+        verdict("tests", "pass", PIT_LATE, at_attempt="w.a2"),
+    ]
+    result = run_rule(signals, PIT_AS_OF, PIT_END, attempts, requires=["tests"])
+    assert accepted_fields(result) == ("w.a1", 1, 1, None)
+
+
+def test_issue39_excluded_event_after_as_of_does_not_count():
+    signals = [verdict("tests", "pass", PIT_EARLY), event("revert", "2026-01-02T00:00:00Z")]
+    fields = {"requires": ["tests"], "ended_at": PIT_END}
+    assert run_rule(signals, PIT_AS_OF, **fields)["outcome"] == "accepted"
+    turned = run_rule(signals, datetime(2026, 1, 3, tzinfo=UTC), **fields)
+    assert (turned["outcome"], turned["reasons"]) == ("rejected", ["late:revert"])
 
 
 # ------------------------------------------------------------------ API

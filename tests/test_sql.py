@@ -367,6 +367,70 @@ def test_as_of_is_honoured(tmp_path: Path) -> None:
     assert con.sql("SELECT outcome FROM acceptance").fetchall() == [("rejected",)]
 
 
+def _point_in_time_docs() -> list[dict]:
+    """Runs that ended 2025-12-20, each with a signal observed after as_of 2026-01-01."""
+    end, early, late = "2025-12-20T10:00:00Z", "2025-12-20T10:05:00Z", "2026-10-15T12:00:00Z"
+    runtime = {"name": "runtime_s", "target": 3600, "better": "lower"}
+
+    def score(value: float, at: str) -> dict:
+        return {"kind": "score", "name": "runtime_s", "value": value, "observed_at": at}
+
+    revert = {"kind": "event", "name": "revert", "observed_at": "2026-01-02T00:00:00Z"}
+    return [
+        _doc(
+            "later_verdict",
+            {"requires": ["tests", "review"]},
+            [_verdict("tests", "pass", early), _verdict("review", "reject", late)],
+            ended_at=end,
+        ),
+        _doc(
+            "later_score",
+            {"requires": ["tests"], "score": runtime},
+            [_verdict("tests", "pass", early), score(3300, early), score(4000, late)],
+            ended_at=end,
+        ),
+        _doc(
+            "later_revert",
+            {"requires": ["tests"]},
+            [_verdict("tests", "pass", early), revert],
+            ended_at=end,
+        ),
+    ]
+
+
+@pytest.mark.parametrize("backend", ["polars", "sql"])
+def test_issue39_signals_observed_after_as_of_take_no_part(tmp_path: Path, backend: str) -> None:
+    """SEMANTICS §1, §4: as_of is the instant of knowledge, on every backend."""
+    ds = _ingest(_point_in_time_docs(), tmp_path)
+    cols = ["run_id", "outcome", "reasons", "tier"]
+
+    def rows(as_of: str) -> list[tuple]:
+        if backend == "polars":
+            frame = oa.acceptance(ds, as_of=as_of).collect()
+        else:
+            frame = run_query(ds, "SELECT * FROM acceptance", as_of=as_of)
+        return frame.select(cols).sort("run_id").rows()
+
+    assert rows("2026-01-01T00:00:00Z") == [
+        ("later_revert", "accepted", [], "verified"),
+        ("later_score", "accepted", [], "asserted"),  # the score written with no tier
+        ("later_verdict", "unknown", ["missing:review"], "verified"),
+    ]
+    assert rows("2026-11-01T00:00:00Z") == [
+        ("later_revert", "rejected", ["late:revert"], "asserted"),
+        ("later_score", "rejected", ["below_target:runtime_s"], "asserted"),
+        ("later_verdict", "rejected", ["failed:review"], "verified"),
+    ]
+
+
+def test_issue39_latest_verdicts_view_reads_what_was_known(tmp_path: Path) -> None:
+    ds = _ingest(_point_in_time_docs()[:1], tmp_path)
+    query = "SELECT name, state FROM latest_verdicts ORDER BY name"
+    assert run_query(ds, query, as_of="2026-01-01T00:00:00Z").rows() == [("tests", 2)]
+    later = run_query(ds, query, as_of="2026-10-15T12:00:00Z").rows()
+    assert later == [("review", 0), ("tests", 2)]
+
+
 def test_as_of_defaults_to_now(tmp_path: Path) -> None:
     ds = _ingest([_doc("r", {"name": "t", "requires": ["tests"]})], tmp_path)
     before = datetime.now(UTC).replace(microsecond=0)

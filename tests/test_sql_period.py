@@ -69,30 +69,40 @@ def test_literal_case_through_the_engine(tmp_path: Path) -> None:
     _assert_same(_rows(frame), case["expected"])
 
 
+# The generated runs end from June to November 2026: an as_of in September
+# leaves runs (and signals) after it, which a point-in-time as_of sets aside.
+MID_AS_OF = "2026-09-01T00:00:00Z"
+
+
 @pytest.mark.parametrize(
-    ("period", "since", "until"),
+    ("period", "since", "until", "as_of"),
     [
-        ("day", "30d", None),
-        ("week", "2026-06-01T00:00:00Z", "2026-09-01T00:00:00Z"),
-        ("month", None, None),
+        ("day", "30d", None, AS_OF),
+        ("week", "2026-06-01T00:00:00Z", "2026-09-01T00:00:00Z", AS_OF),
+        ("month", None, None, AS_OF),
+        ("week", "60d", None, MID_AS_OF),
+        ("month", None, None, MID_AS_OF),
     ],
 )
 def test_sql_equals_engine_on_generated_documents(
-    generated: tuple[Path, Path], period: str, since: str | None, until: str | None
+    generated: tuple[Path, Path], period: str, since: str | None, until: str | None, as_of: str
 ) -> None:
     ds, rules = generated
-    lo, hi = oa.resolve_window(since, until, AS_OF)
-    engine = oa.rates(ds, [rules], as_of=AS_OF, period=period, since=since, until=until)
+    lo, hi = oa.resolve_window(since, until, as_of)
+    engine = oa.rates(ds, [rules], as_of=as_of, period=period, since=since, until=until)
     sql = run_query(
         ds,
         QUERY,
         rules=[rules],
-        as_of=AS_OF,
+        as_of=as_of,
         variables={"ocp_period": period, "ocp_since": lo, "ocp_until": hi},
     )
     got = engine.collect().sort("period", "rule")
     assert got.height > 3
     _assert_same(_rows(sql), _rows(got))
+    if since is not None and until is None:  # the window ends at as_of (SEMANTICS §10)
+        assert hi == datetime.fromisoformat(as_of)
+        assert got["period"].max() < hi  # type: ignore[operator]
 
 
 def test_runs_with_no_time_have_a_null_period_without_a_window(tmp_path: Path) -> None:

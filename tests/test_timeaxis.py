@@ -49,6 +49,55 @@ def test_durations_count_back_from_as_of() -> None:
     assert resolve_as_of("2026-12-01T01:00:00+01:00") == datetime(2026, 12, 1, tzinfo=UTC)
 
 
+def test_issue39_a_window_with_a_start_and_no_end_ends_at_as_of() -> None:
+    """SEMANTICS §10: ``30d`` is the 30 days before as_of, not the runs after it too."""
+    assert resolve_window("30d", None, AS_OF) == (
+        datetime(2026, 11, 10, tzinfo=UTC),
+        datetime(2026, 12, 10, tzinfo=UTC),
+    )
+    lo, hi = resolve_window("2026-12-01", None, "2026-12-10T02:00:00+02:00")
+    assert (lo, hi) == (datetime(2026, 12, 1, tzinfo=UTC), datetime(2026, 12, 10, tzinfo=UTC))
+    # an until given is kept, also after as_of; no window at all stays unbounded
+    assert resolve_window("30d", "2027-01-01", AS_OF)[1] == datetime(2027, 1, 1, tzinfo=UTC)
+    assert resolve_window(None, "2026-12-05", AS_OF) == (None, datetime(2026, 12, 5, tzinfo=UTC))
+
+
+def test_issue39_a_start_at_or_after_as_of_with_no_end_is_refused() -> None:
+    with pytest.raises(oa.OcpAnalyticsError, match="not before as_of") as err:
+        resolve_window("2026-12-10", None, AS_OF)
+    assert "Hint: give an earlier since, a later as_of, or an until." in str(err.value)
+    with pytest.raises(oa.OcpAnalyticsError, match="the window is empty"):
+        resolve_window("0d", None, AS_OF)
+
+
+def test_issue39_runs_after_as_of_are_outside_a_window_with_no_end(ds: Path) -> None:
+    """``since`` alone: a run ending after as_of is not in the window (until = as_of)."""
+    as_of = "2026-12-05T00:00:00Z"
+    acc = oa.acceptance(ds, as_of=as_of, since="2026-11-01").collect()
+    assert sorted(acc["run_id"]) == ["mon", "started_only", "tue"]  # not "next" (12-08)
+    rates = oa.rates(ds, as_of=as_of, since="7d").collect()
+    assert rates.select("runs", "accepted", "rejected").rows() == [(3, 2, 1)]
+    # no window at all: every run, each judged on what was known at as_of
+    everything = oa.acceptance(ds, as_of=as_of).collect()
+    assert everything.height == len(DOCS)
+
+
+def test_issue39_the_report_window_ends_at_as_of(ds: Path, tmp_path: Path) -> None:
+    """``report --since 7d``: the 7 days before as_of, against the 7 days before those."""
+    pytest.importorskip("altair")
+    pytest.importorskip("vl_convert")
+    import json
+
+    files = oa.report(ds, as_of="2026-12-05T00:00:00Z", since="7d", out=tmp_path / "r.html")
+    head = json.loads((files.data_dir / "headline.json").read_text())
+    assert (head["since"], head["until"]) == (
+        "2026-11-28T00:00:00+00:00",
+        "2026-12-05T00:00:00+00:00",
+    )
+    (row,) = head["rows"]
+    assert (row["rule"], row["runs"], row["prev_runs"]) == ("recorded", 3, 0)  # not "next"
+
+
 @pytest.mark.parametrize("bad", ["yesterday", "7 days", "-3d", "2026-13-01"])
 def test_unreadable_window_says_what_to_give(bad: str) -> None:
     with pytest.raises(oa.OcpAnalyticsError, match="Hint: give an instant"):

@@ -12,7 +12,6 @@ or from keys when there are too many to list (:func:`compiled_words`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 
 import polars as pl
 
@@ -106,7 +105,7 @@ def wide_features(
     return wide
 
 
-def counted_events(ev: pl.LazyFrame, c: Compiled, as_of: datetime) -> pl.LazyFrame:
+def counted_events(ev: pl.LazyFrame, c: Compiled) -> pl.LazyFrame:
     """Event rows that count for some event set, in ``(doc_id, sig_idx)`` order.
 
     Each row gets a boolean column ``c{k}`` per event set and its reason word
@@ -115,9 +114,7 @@ def counted_events(ev: pl.LazyFrame, c: Compiled, as_of: datetime) -> pl.LazyFra
     benchmarks/RESULTS.md, "Evaluation at the floor (#12), second pass").
     """
     conds = [
-        (pl.col("name").is_in(list(names)) & event_counts(pl.lit(window_days), as_of)).alias(
-            f"c{k}"
-        )
+        (pl.col("name").is_in(list(names)) & event_counts(pl.lit(window_days))).alias(f"c{k}")
         for k, (names, window_days) in enumerate(c.event_sets)
     ]
     return (

@@ -11,7 +11,6 @@ give the summary ``_finish`` describes.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 import polars as pl
@@ -66,7 +65,6 @@ def recorded_summary(
     scores: pl.LazyFrame,
     events: pl.LazyFrame,
     rules: pl.LazyFrame,
-    as_of: datetime,
     carried: Sequence[str],
 ) -> pl.LazyFrame:
     """The summary of every run under its own recorded rule (``rule = 'recorded'``).
@@ -77,7 +75,7 @@ def recorded_summary(
     """
     ok = rules.filter(pl.col("valid"))
     parts = _exploded_parts(ok, verdicts, scores)
-    ev = _exploded_events(ok, events, as_of)
+    ev = _exploded_events(ok, events)
     has_events = pl.col("excludes_events").is_null() | (pl.col("excludes_events").list.len() > 0)
     rule_cols = rules.select(
         "doc_id",
@@ -157,7 +155,7 @@ def _exploded_parts(ok: pl.LazyFrame, verdicts: pl.LazyFrame, scores: pl.LazyFra
     )
 
 
-def _exploded_events(ok: pl.LazyFrame, events: pl.LazyFrame, as_of: datetime) -> pl.LazyFrame:
+def _exploded_events(ok: pl.LazyFrame, events: pl.LazyFrame) -> pl.LazyFrame:
     """Per run with a counted excluded event: their reasons (joined by
     :data:`SEP`, in signal order) and the strongest tier rank."""
     excl = (
@@ -172,7 +170,7 @@ def _exploded_events(ok: pl.LazyFrame, events: pl.LazyFrame, as_of: datetime) ->
     )
     return (
         events.join(excl, on=["doc_id", "name"])
-        .filter(event_counts(pl.col("wd"), as_of))
+        .filter(event_counts(pl.col("wd")))
         .group_by("doc_id")
         .agg(
             pl.format("late:{}", pl.col("name"))

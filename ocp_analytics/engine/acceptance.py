@@ -43,6 +43,7 @@ from ocp_analytics.engine._recorded import (
 from ocp_analytics.engine.features import (
     TIER_RANK,
     event_rows,
+    known_at,
     latest_scores,
     latest_verdicts,
     matched_events,
@@ -88,7 +89,9 @@ def decide(
     rules
         Alternative rules, one frame each, after the recorded rules' frame.
     as_of
-        The aware instant events are judged at.
+        The aware instant of knowledge: a signal or late event observed
+        after it takes no part (SEMANTICS §1, §4); windows still open at it
+        are marked (§9).
     recorded
         Begin with a frame of each run under its own rule (``recorded``).
     carry
@@ -130,9 +133,7 @@ def decide(
     frames: list[pl.LazyFrame] = []
     if recorded:
         own_rules = None if own is None else own[0]
-        summary, words = _own_summary(
-            tables, own_rules, len(rules), c, shared, as_of, carried, reasons
-        )
+        summary, words = _own_summary(tables, own_rules, len(rules), c, shared, carried, reasons)
         frames.append(done(summary, words, RECORDED))
     for k, r in enumerate(rules):
         words, offsets = compiled_words([(k, r)], c, shared.late_words, wanted=reasons)
@@ -149,7 +150,6 @@ def _own_summary(
     first: int,
     c: Compiled,
     shared: _Shared,
-    as_of: datetime,
     carried: Sequence[str],
     reasons: bool,
 ) -> tuple[pl.LazyFrame, Words]:
@@ -169,7 +169,6 @@ def _own_summary(
         shared.scores.lazy(),
         shared.events,
         tables["rules"],
-        as_of,
         carried,
     )
     return summary, TEXT_WORDS
@@ -204,10 +203,13 @@ def _shared_features(
 ) -> _Shared:
     """The features of the names ``c`` reads (every name when ``exploded``), collected at once.
 
-    ``own`` maps ``doc_id`` to the run's recorded definition (``_rid``,
+    Only the signals and late events known at ``as_of`` are read (SEMANTICS
+    §4): filtered here, once, so the predicate reaches the scan and every
+    feature (latest verdicts, latest scores, event rows) reads the same
+    rows. ``own`` maps ``doc_id`` to the run's recorded definition (``_rid``,
     ``_valid``) when those are compiled.
     """
-    runs, signals = tables["runs"], tables["signals"]
+    runs, signals = tables["runs"], known_at(tables["signals"], as_of)
     # The attempt each signal names is stored at ingest; signals read without
     # the link columns (parts written before them) are linked here.
     linked = set(LINK_COLUMNS) <= set(signals.collect_schema().names())
@@ -231,10 +233,10 @@ def _shared_features(
     ]
     late = None
     if tables.get("events") is not None and tables.get("artifacts") is not None:
-        late = matched_events(tables["events"], tables["artifacts"])
+        late = matched_events(known_at(tables["events"], as_of), tables["artifacts"])
     ev = event_rows(signals, runs, None if exploded else c.events, late)
     if c.event_sets:
-        queries.append(counted_events(ev, c, as_of))
+        queries.append(counted_events(ev, c))
     # The in-memory engine: the latest rows' sort and neighbour comparison
     # take less CPU there than in the streaming engine (benchmarks/RESULTS.md,
     # "Writer ahead, cheaper shared features", 2026-12-04).

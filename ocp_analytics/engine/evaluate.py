@@ -77,7 +77,8 @@ def evaluate_slice(
     rules
         Alternative rules (:class:`~ocp_analytics.Rule`).
     as_of
-        The aware instant events are judged at.
+        The aware instant of knowledge: a signal observed after it takes no
+        part (SEMANTICS §1, §4).
     recorded
         Include each run's own rule (``rule = "recorded"``).
     carry

@@ -1,9 +1,10 @@
 """Per-run features that acceptance reads (SEMANTICS §4, §5, §7, §8); pure.
 
 The twin of ``sql/views/latest_*.sql`` and ``attempt_positions.sql``: the
-latest verdict and the latest numeric score of each (run, name), the
-position of every attempt, and the events a rule may count. Everything is
-keyed by ``doc_id`` (one run version); LazyFrame in, LazyFrame out.
+signals known at ``as_of`` (:func:`known_at`), the latest verdict and the
+latest numeric score of each (run, name) among them, the position of every
+attempt, and the events a rule may count. Everything is keyed by ``doc_id``
+(one run version); LazyFrame in, LazyFrame out.
 
 Part states are small integers, so combining them is arithmetic:
 :data:`FAIL` (0), :data:`UNKNOWN` (1), :data:`PASS` (2).
@@ -82,6 +83,29 @@ def score_state(value: pl.Expr, target: pl.Expr | float, lower: pl.Expr | bool) 
         .then(pl.lit(PASS, pl.Int8))
         .otherwise(pl.lit(FAIL, pl.Int8))
     )
+
+
+def known_at(signals: pl.LazyFrame, as_of: datetime) -> pl.LazyFrame:
+    """The signals (or late events) known at ``as_of``: none observed after it (SEMANTICS §1, §4).
+
+    ``as_of`` is the instant of knowledge: a signal of any kind whose
+    ``observed_at`` is a known time after it is not yet observed and takes no
+    part, as the latest verdict or score or as an excluded event. A signal
+    with no readable time is always known. Applied once to the scans every
+    feature reads, so the predicate reaches the Parquet reader and no rule
+    filters again.
+
+    Examples
+    --------
+    >>> from datetime import UTC, datetime
+    >>> s = pl.LazyFrame({"name": ["early", "at", "later", "untimed"], "observed_at": [
+    ...     datetime(2025, 12, 20, tzinfo=UTC), datetime(2026, 1, 1, tzinfo=UTC),
+    ...     datetime(2026, 10, 15, tzinfo=UTC), None]})
+    >>> known_at(s, datetime(2026, 1, 1, tzinfo=UTC)).collect()["name"].to_list()
+    ['early', 'at', 'untimed']
+    """
+    obs = pl.col("observed_at")
+    return signals.filter(obs.is_null() | (obs <= pl.lit(as_of)))
 
 
 def _latest(signals: pl.LazyFrame, kind: pl.Expr, names: Sequence[str] | None) -> pl.LazyFrame:
@@ -234,16 +258,23 @@ def event_rows(
     ).join(runs.select("doc_id", "ended_at"), on="doc_id")
 
 
-def event_counts(window_days: pl.Expr, as_of: datetime) -> pl.Expr:
+def event_counts(window_days: pl.Expr) -> pl.Expr:
     """Whether an excluded event counts (SEMANTICS §6), over :func:`event_rows`.
 
-    Not observed after ``as_of``, and within ``window_days`` of the run's end
-    (no lower bound; an unknown end or time always counts).
+    Within ``window_days`` of the run's end (no lower bound; an unknown end or
+    time always counts). The rows are events known at ``as_of`` already
+    (:func:`known_at`, applied once where the features are built).
+
+    Examples
+    --------
+    >>> from datetime import UTC, datetime
+    >>> ev = pl.DataFrame({"observed_at": [datetime(2026, 1, 2, tzinfo=UTC), None,
+    ...     datetime(2026, 2, 1, tzinfo=UTC)], "ended_at": [datetime(2026, 1, 1, tzinfo=UTC)] * 3})
+    >>> ev.select(event_counts(pl.lit(14))).to_series().to_list()
+    [True, True, False]
     """
     obs, end = pl.col("observed_at"), pl.col("ended_at")
-    not_future = obs.is_null() | (obs <= pl.lit(as_of))
-    in_window = end.is_null() | obs.is_null() | ((obs - end) <= pl.duration(days=1) * window_days)
-    return not_future & in_window
+    return end.is_null() | obs.is_null() | ((obs - end) <= pl.duration(days=1) * window_days)
 
 
 def window_open(has_events: pl.Expr, window_days: pl.Expr, as_of: datetime) -> pl.Expr:

@@ -3,8 +3,9 @@
 A run's time is its ``ended_at``, or its ``started_at`` when it has no end
 (a run still going, or one whose producer did not record the end). A run with
 neither is outside every window and has no period. Windows are half-open,
-``since <= time < until``, and periods are UTC calendar buckets: days, weeks
-starting on Monday, months.
+``since <= time < until``; a window with a start and no end ends at
+``as_of``, the instant of knowledge (SEMANTICS §10). Periods are UTC
+calendar buckets: days, weeks starting on Monday, months.
 """
 
 from __future__ import annotations
@@ -73,13 +74,21 @@ def _instant(value: When, as_of: datetime, what: str) -> datetime | None:
 def resolve_window(
     since: When, until: When, as_of: When
 ) -> tuple[datetime | None, datetime | None]:
-    """The window ``[since, until)`` as UTC instants; durations count back from ``as_of``.
+    """The window ``[since, until)`` as UTC instants (SEMANTICS §10).
+
+    Durations (``30d``) count back from ``as_of``, and a window with a start
+    and no end ends at ``as_of``: ``as_of`` is the instant of knowledge, so
+    ``since="30d"`` means the 30 days before it, never the runs after it.
+    With neither bound there is no window (``(None, None)``): every run is
+    read, each judged on what was observed by ``as_of``.
 
     Examples
     --------
     >>> lo, hi = resolve_window("7d", None, "2026-12-08T00:00:00Z")
-    >>> lo.isoformat(), hi
-    ('2026-12-01T00:00:00+00:00', None)
+    >>> lo.isoformat(), hi.isoformat()
+    ('2026-12-01T00:00:00+00:00', '2026-12-08T00:00:00+00:00')
+    >>> resolve_window(None, "2026-12-01", "2026-12-08")[0] is None
+    True
     >>> resolve_window("2026-12-02", "2026-12-01", None)
     Traceback (most recent call last):
     ...
@@ -88,6 +97,16 @@ def resolve_window(
     when = resolve_as_of(as_of)
     lo = _instant(since, when, "since")
     hi = _instant(until, when, "until")
+    if lo is not None and hi is None:
+        if lo >= when:
+            raise OcpAnalyticsError(
+                hint(
+                    f"the window is empty: since {lo.isoformat()} is not before as_of "
+                    f"{when.isoformat()}, where a window with no until ends.",
+                    "give an earlier since, a later as_of, or an until.",
+                )
+            )
+        return lo, when
     if lo is not None and hi is not None and lo >= hi:
         raise OcpAnalyticsError(
             hint(

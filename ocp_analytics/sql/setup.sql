@@ -227,11 +227,13 @@ UNION ALL
 SELECT 'findings', doc_id, run_id FROM ocp_all_versions('findings');
 
 -- ---- sql/macros/ocp_as_of.sql ----
--- ocp_as_of(): the instant late events are judged at (SEMANTICS §1).
+-- ocp_as_of(): the instant of knowledge (SEMANTICS §1).
 --
 -- Purpose: one place that reads the as_of parameter; every as_of-dependent
---   view calls it, and acceptance writes it into its as_of column so a
---   report can be reproduced.
+--   view calls it (latest_signals and run_features set aside the signals
+--   and events observed after it; acceptance judges the open window at
+--   it), and acceptance writes it into its as_of column so a report can be
+--   reproduced.
 -- Parameters:
 --   getvariable('ocp_as_of')  TIMESTAMPTZ (or text such as
 --                             '2027-01-01T00:00:00Z'; a value without an
@@ -715,21 +717,24 @@ WHERE attempt_id IS NOT NULL
 QUALIFY row_number() OVER (PARTITION BY doc_id, attempt_id ORDER BY pos) = 1;
 
 -- ---- sql/views/latest_signals.sql ----
--- latest_signals: the latest verdict and the latest numeric score of every (run version, name) (SEMANTICS §4–§5, §8).
+-- latest_signals: the latest verdict and the latest numeric score of every (run version, name) known at as_of (SEMANTICS §4–§5, §8).
 --
--- Purpose: within one document, for one kind ('verdict' or 'score') and one
---   name (exact, case-sensitive match), order the signals by observed_at
---   with an unknown time FIRST, then by position in run.signals; the last
---   one wins. Every verdict counts, whatever its value; only scores whose
---   value is a JSON number count (value_num IS NOT NULL), so a later null,
---   boolean or string score does not hide an earlier measured one.
+-- Purpose: as_of is the instant of knowledge, so a signal whose observed_at
+--   is a known time after ocp_as_of() is set aside first (not yet observed;
+--   one predicate on the signals read; a signal with no time is always
+--   known). Then, within one document, for one kind ('verdict' or 'score')
+--   and one name (exact, case-sensitive match), order the signals by
+--   observed_at with an unknown time FIRST, then by position in run.signals;
+--   the last one wins. Every verdict counts, whatever its value; only scores
+--   whose value is a JSON number count (value_num IS NOT NULL), so a later
+--   null, boolean or string score does not hide an earlier measured one.
 --   One GROUP BY with arg_max over ocp_signal_order: a hash aggregate with a
 --   small fixed-size state (no window over all signals). Each signal is
 --   reduced before it: its verdict value to a state, its tier to a rank, its
 --   at_attempt to the attempt's position (attempt_positions), so no string
 --   is held per group. arg_max skips rows whose returned value is NULL, so
 --   it returns a struct, never NULL, and the columns are read from it.
--- Parameters: none.
+-- Parameters: getvariable('ocp_as_of') through ocp_as_of() (now when unset).
 -- Output columns:
 --   doc_id BIGINT, kind VARCHAR ('verdict' | 'score'), name VARCHAR
 --   state TINYINT        verdicts: 0 fail, 1 unknown, 2 pass (ocp_verdict_state:
@@ -756,7 +761,9 @@ WITH placed AS (
         s.observed_at
     FROM signals AS s
     LEFT JOIN attempt_positions AS ap ON ap.doc_id = s.doc_id AND ap.attempt_id = s.at_attempt
-    WHERE s.kind = 'verdict' OR (s.kind = 'score' AND s.value_num IS NOT NULL)
+    WHERE
+        (s.kind = 'verdict' OR (s.kind = 'score' AND s.value_num IS NOT NULL))
+        AND (s.observed_at IS NULL OR s.observed_at <= ocp_as_of())
 ),
 latest AS (
     SELECT
@@ -788,12 +795,13 @@ SELECT
 FROM latest;
 
 -- ---- sql/views/latest_verdicts.sql ----
--- latest_verdicts: the latest verdict of every (run version, name) (SEMANTICS §4–§5).
+-- latest_verdicts: the latest verdict of every (run version, name) known at as_of (SEMANTICS §4–§5).
 --
 -- Purpose: the verdict rows of latest_signals: within one document, for one
---   verdict name, the verdict with the latest observed_at (an unknown time
---   sorts first), then the latest position in run.signals, whatever its value.
--- Parameters: none.
+--   verdict name, among the verdicts not observed after as_of, the one with
+--   the latest observed_at (an unknown time sorts first), then the latest
+--   position in run.signals, whatever its value.
+-- Parameters: getvariable('ocp_as_of') through ocp_as_of() (now when unset).
 -- Output columns:
 --   doc_id BIGINT, name VARCHAR
 --   state TINYINT        0 fail, 1 unknown, 2 pass (ocp_verdict_state)
@@ -806,12 +814,13 @@ FROM latest_signals
 WHERE kind = 'verdict';
 
 -- ---- sql/views/latest_scores.sql ----
--- latest_scores: the latest numeric score of every (run version, name) (SEMANTICS §4).
+-- latest_scores: the latest numeric score of every (run version, name) known at as_of (SEMANTICS §4).
 --
--- Purpose: the score rows of latest_signals: only scores whose value is a
---   JSON number count; among those, the latest observed_at (an unknown time
---   sorts first), then the latest position in run.signals.
--- Parameters: none.
+-- Purpose: the score rows of latest_signals: only scores not observed after
+--   as_of whose value is a JSON number count; among those, the latest
+--   observed_at (an unknown time sorts first), then the latest position in
+--   run.signals.
+-- Parameters: getvariable('ocp_as_of') through ocp_as_of() (now when unset).
 -- Output columns:
 --   doc_id BIGINT, name VARCHAR
 --   value DOUBLE         the score
@@ -832,11 +841,12 @@ WHERE kind = 'score';
 --   attempt order, and the run's excluded-event candidates. Rules are then
 --   evaluated row by row on this table (run_rules, rule_parts, acceptance),
 --   never against the signals again. The verdicts and scores of a run are
---   gathered from latest_signals (one row per run and name) into two maps.
---   events holds the event signals not observed after as_of (§6: those
---   never count for any rule), the run's own and the late events matched
---   to it (matched_events, §11), sorted by sig_idx; which of them a rule
---   counts depends on its excludes_events and window (rule_parts).
+--   gathered from latest_signals (one row per run and name, signals known
+--   at as_of only) into two maps. events holds the event signals not
+--   observed after as_of (§4: as_of is the instant of knowledge; those take
+--   no part for any rule), the run's own and the late events matched to it
+--   (matched_events, §11), sorted by sig_idx; which of them a rule counts
+--   depends on its excludes_events and window (rule_parts).
 -- Parameters: getvariable('ocp_as_of') through ocp_as_of().
 --   Reads runs, latest_signals, signals, matched_events.
 -- Output columns:
@@ -1161,7 +1171,8 @@ FROM scored;
 --   accepted_attempt_n BIGINT       its n, or position within its node
 --   accepted_round BIGINT           its round
 --   window_open BOOLEAN             a late event can still turn the outcome
---   as_of TIMESTAMPTZ               the instant events were judged at
+--   as_of TIMESTAMPTZ               the instant of knowledge: signals and
+--                                   events observed after it took no part
 CREATE OR REPLACE VIEW acceptance AS
 WITH judged AS (
     SELECT

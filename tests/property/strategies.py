@@ -3,6 +3,7 @@
 ``documents()`` draws raw OCP 0.3-like run documents that are deliberately
 awkward: colliding names, ties across written offsets, naive and garbage
 timestamps, odd verdict words, non-numeric scores, late and future events,
+signals of every kind observed after ``as_of`` (not yet known, SEMANTICS §4),
 unknown tiers, dangling ``at_attempt`` and invalid recorded rules. Every value
 is JSON-serialisable (no NaN or Infinity, small integers only).
 
@@ -101,18 +102,25 @@ def timestamps() -> st.SearchStrategy:
 
 def as_of_instants() -> st.SearchStrategy[datetime]:
     """Aware UTC ``as_of`` values: the pool instants themselves (boundaries),
-    points between them, and arbitrary instants from before to after."""
+    points between them, instants among the run's signals (so that some of
+    a document's verdicts, scores and events are observed after ``as_of``
+    and others before), and arbitrary instants from before to after."""
     shifted = st.builds(
         lambda t, d: t + d,
         st.sampled_from(INSTANTS),
         st.sampled_from((timedelta(microseconds=-1), timedelta(hours=1), timedelta(days=3))),
+    )
+    among_signals = st.datetimes(
+        min_value=(RUN_START - timedelta(hours=1)).replace(tzinfo=None),
+        max_value=(RUN_END + timedelta(days=41)).replace(tzinfo=None),
+        timezones=st.just(UTC),
     )
     anywhere = st.datetimes(
         min_value=datetime(2026, 9, 1),
         max_value=datetime(2032, 1, 1),
         timezones=st.just(UTC),
     )
-    return st.one_of(st.sampled_from(INSTANTS), shifted, anywhere)
+    return st.one_of(st.sampled_from(INSTANTS), shifted, among_signals, anywhere)
 
 
 # ------------------------------------------------------------------- pools

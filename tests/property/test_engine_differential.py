@@ -2,7 +2,8 @@
 
 Generated documents carry the awkward cases (ties across offsets, missing and
 naive timestamps, error and odd-case verdicts, null/boolean/string scores,
-events before the end, without a time or after ``as_of``, runs without
+events before the end, without a time or after ``as_of``, verdicts and
+scores observed after ``as_of`` (not yet known: SEMANTICS §4), runs without
 ``ended_at``, invalid recorded rules, duplicate required names, ``at_attempt``
 naming nothing, attempts without ``started_at``). Each example ingests a
 batch through the real ingest path, so decoding and flattening are held to
@@ -12,10 +13,13 @@ the reference too.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, find, given, settings
+from hypothesis import strategies as st
 
 import ocp_analytics as oa
 from benchmarks.generate import generate_documents
@@ -23,7 +27,12 @@ from ocp_analytics.engine import _compiled, _recorded
 from ocp_analytics.ingestion.batch import read_documents
 from ocp_analytics.model.rules import rule_from_object
 from tests import reference
-from tests.property.strategies import alternative_rules, as_of_instants, document_batches
+from tests.property.strategies import (
+    alternative_rules,
+    as_of_instants,
+    document_batches,
+    documents,
+)
 
 FIELDS = reference.RESULT_FIELDS
 # The engine's settings and the modules that read them.
@@ -115,3 +124,43 @@ def test_through_the_on_disk_dataset(tmp_path: Path) -> None:
     mem = oa.acceptance(read_documents(docs), ["tests+review"], as_of="2026-10-01T00:00:00Z")
     key = ["run_id", "rule"]
     assert disk.collect().sort(key).equals(mem.collect().sort(key))
+
+
+# After every instant the strategies draw: everything observed is known by then.
+_END_OF_TIME = datetime(2100, 1, 1, tzinfo=UTC)
+
+
+def _parts_words(doc: dict, rule: dict | str, as_of: datetime) -> tuple:
+    got = reference.evaluate(doc, rule, as_of)
+    return got["outcome"], [w for w in got["reasons"] if not w.startswith("late:")], got["tier"]
+
+
+def _found(condition: Callable[[tuple[dict, datetime]], bool]) -> tuple[dict, datetime]:
+    """The first drawn (document, as_of) that meets ``condition`` (no shrinking: any will do)."""
+    quick = settings(
+        max_examples=3000, database=None, derandomize=True, deadline=None, phases=[Phase.generate]
+    )
+    return find(st.tuples(documents(), as_of_instants()), condition, settings=quick)
+
+
+def test_issue39_generated_documents_hold_verdicts_and_scores_after_as_of() -> None:
+    """The differential tests see documents whose verdict or score part differs
+    because a signal was observed after ``as_of`` (SEMANTICS §4)."""
+    for kind in ("verdict", "score"):
+        rule = (
+            {"name": "v", "requires": ["tests"]}
+            if kind == "verdict"
+            else {"name": "s", "score": {"name": "runtime_s", "target": 3600, "better": "lower"}}
+        )
+
+        def differs(case: tuple[dict, datetime], rule: dict = rule) -> bool:
+            doc, as_of = case
+            return _parts_words(doc, rule, as_of) != _parts_words(doc, rule, _END_OF_TIME)
+
+        doc, as_of = _found(differs)
+        times = [
+            reference.parse_ts(s.get("observed_at"))
+            for s in doc["run"].get("signals") or []
+            if isinstance(s, dict) and s.get("kind") == kind
+        ]
+        assert any(t is not None and t > as_of for t in times), (kind, doc, as_of)

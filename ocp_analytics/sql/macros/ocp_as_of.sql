@@ -1,8 +1,10 @@
--- ocp_as_of(): the instant late events are judged at (SEMANTICS §1).
+-- ocp_as_of(): the instant of knowledge (SEMANTICS §1).
 --
 -- Purpose: one place that reads the as_of parameter; every as_of-dependent
---   view calls it, and acceptance writes it into its as_of column so a
---   report can be reproduced.
+--   view calls it (latest_signals and run_features set aside the signals
+--   and events observed after it; acceptance judges the open window at
+--   it), and acceptance writes it into its as_of column so a report can be
+--   reproduced.
 -- Parameters:
 --   getvariable('ocp_as_of')  TIMESTAMPTZ (or text such as
 --                             '2027-01-01T00:00:00Z'; a value without an

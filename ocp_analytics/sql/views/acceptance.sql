@@ -33,7 +33,8 @@
 --   accepted_attempt_n BIGINT       its n, or position within its node
 --   accepted_round BIGINT           its round
 --   window_open BOOLEAN             a late event can still turn the outcome
---   as_of TIMESTAMPTZ               the instant events were judged at
+--   as_of TIMESTAMPTZ               the instant of knowledge: signals and
+--                                   events observed after it took no part
 CREATE OR REPLACE VIEW acceptance AS
 WITH judged AS (
     SELECT

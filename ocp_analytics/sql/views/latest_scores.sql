@@ -1,9 +1,10 @@
--- latest_scores: the latest numeric score of every (run version, name) (SEMANTICS §4).
+-- latest_scores: the latest numeric score of every (run version, name) known at as_of (SEMANTICS §4).
 --
--- Purpose: the score rows of latest_signals: only scores whose value is a
---   JSON number count; among those, the latest observed_at (an unknown time
---   sorts first), then the latest position in run.signals.
--- Parameters: none.
+-- Purpose: the score rows of latest_signals: only scores not observed after
+--   as_of whose value is a JSON number count; among those, the latest
+--   observed_at (an unknown time sorts first), then the latest position in
+--   run.signals.
+-- Parameters: getvariable('ocp_as_of') through ocp_as_of() (now when unset).
 -- Output columns:
 --   doc_id BIGINT, name VARCHAR
 --   value DOUBLE         the score

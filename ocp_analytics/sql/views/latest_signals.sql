@@ -1,18 +1,21 @@
--- latest_signals: the latest verdict and the latest numeric score of every (run version, name) (SEMANTICS §4–§5, §8).
+-- latest_signals: the latest verdict and the latest numeric score of every (run version, name) known at as_of (SEMANTICS §4–§5, §8).
 --
--- Purpose: within one document, for one kind ('verdict' or 'score') and one
---   name (exact, case-sensitive match), order the signals by observed_at
---   with an unknown time FIRST, then by position in run.signals; the last
---   one wins. Every verdict counts, whatever its value; only scores whose
---   value is a JSON number count (value_num IS NOT NULL), so a later null,
---   boolean or string score does not hide an earlier measured one.
+-- Purpose: as_of is the instant of knowledge, so a signal whose observed_at
+--   is a known time after ocp_as_of() is set aside first (not yet observed;
+--   one predicate on the signals read; a signal with no time is always
+--   known). Then, within one document, for one kind ('verdict' or 'score')
+--   and one name (exact, case-sensitive match), order the signals by
+--   observed_at with an unknown time FIRST, then by position in run.signals;
+--   the last one wins. Every verdict counts, whatever its value; only scores
+--   whose value is a JSON number count (value_num IS NOT NULL), so a later
+--   null, boolean or string score does not hide an earlier measured one.
 --   One GROUP BY with arg_max over ocp_signal_order: a hash aggregate with a
 --   small fixed-size state (no window over all signals). Each signal is
 --   reduced before it: its verdict value to a state, its tier to a rank, its
 --   at_attempt to the attempt's position (attempt_positions), so no string
 --   is held per group. arg_max skips rows whose returned value is NULL, so
 --   it returns a struct, never NULL, and the columns are read from it.
--- Parameters: none.
+-- Parameters: getvariable('ocp_as_of') through ocp_as_of() (now when unset).
 -- Output columns:
 --   doc_id BIGINT, kind VARCHAR ('verdict' | 'score'), name VARCHAR
 --   state TINYINT        verdicts: 0 fail, 1 unknown, 2 pass (ocp_verdict_state:
@@ -39,7 +42,9 @@ WITH placed AS (
         s.observed_at
     FROM signals AS s
     LEFT JOIN attempt_positions AS ap ON ap.doc_id = s.doc_id AND ap.attempt_id = s.at_attempt
-    WHERE s.kind = 'verdict' OR (s.kind = 'score' AND s.value_num IS NOT NULL)
+    WHERE
+        (s.kind = 'verdict' OR (s.kind = 'score' AND s.value_num IS NOT NULL))
+        AND (s.observed_at IS NULL OR s.observed_at <= ocp_as_of())
 ),
 latest AS (
     SELECT

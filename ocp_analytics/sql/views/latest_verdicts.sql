@@ -1,9 +1,10 @@
--- latest_verdicts: the latest verdict of every (run version, name) (SEMANTICS §4–§5).
+-- latest_verdicts: the latest verdict of every (run version, name) known at as_of (SEMANTICS §4–§5).
 --
 -- Purpose: the verdict rows of latest_signals: within one document, for one
---   verdict name, the verdict with the latest observed_at (an unknown time
---   sorts first), then the latest position in run.signals, whatever its value.
--- Parameters: none.
+--   verdict name, among the verdicts not observed after as_of, the one with
+--   the latest observed_at (an unknown time sorts first), then the latest
+--   position in run.signals, whatever its value.
+-- Parameters: getvariable('ocp_as_of') through ocp_as_of() (now when unset).
 -- Output columns:
 --   doc_id BIGINT, name VARCHAR
 --   state TINYINT        0 fail, 1 unknown, 2 pass (ocp_verdict_state)
