@@ -23,14 +23,19 @@ def test_the_decisions_columns_are_the_declared_acceptance_table() -> None:
 
 
 def test_flip_counts_have_the_declared_flips_columns() -> None:
-    from ocp_analytics.engine.rates import flag_counts
+    from ocp_analytics.engine.flips import combine_flips, flag_counts
 
-    flags = pl.DataFrame({"_doc": [1, 1], "r": [0, 1], "a": [True, False]})
+    # outcome codes: 0 rejected, 1 accepted, 2 unknown
+    flags = pl.DataFrame({"_doc": [1, 1], "r": [0, 1], "o": [1, 0]})
     ids = pl.DataFrame({"_doc": [1], "run_id": ["r1"]})
-    flips = flag_counts(flags, ids, ["x", "y"], 5)
+    flips = combine_flips([flag_counts(flags, ids, ["x", "y"], 5)], 5).collect()
     assert flips.schema == S.FLIP_SCHEMA == S.polars_schema("flips")
     assert flips.columns == S.FLIPS.names
-    assert flips.rows() == [("x", "y", 1, 1, ["r1"]), ("y", "x", 1, 0, [])]
+    columns = ["rule_a", "rule_b", "runs_compared", "flips", "b", "c", "sample_run_ids"]
+    assert flips.select(columns).rows() == [
+        ("x", "y", 1, 1, 1, 0, ["r1"]),
+        ("y", "x", 1, 0, 0, 1, []),
+    ]
 
 
 def test_tier_words_are_spelled_once() -> None:

@@ -70,8 +70,8 @@ class EvalJob:
         counts, hist = pl.collect_all(partials(acc.lazy(), self.keys, self.min_tier))
         flips = None
         if self.flip_names is not None and acc.height:
-            cols = acc.select("_doc", "run_id", "rule", "outcome")
-            flips = flip_counts(cols, self.flip_names, self.sample)
+            cols = acc.select("_doc", "run_id", "rule", "outcome", *self.keys)
+            flips = flip_counts(cols, self.flip_names, self.sample, self.keys)
         return RangePartials(counts, hist, flips)
 
 

@@ -129,7 +129,9 @@ def compare(
         spark, job, by=cols, min_tier=None, period=None, flip_names=names, sample=sample
     )
     _warn_missing_labels(long, gnames)
-    return compare_matrix(long, names, gnames), combine_flips(flips, sample).collect()
+    named = dict(zip(job.keys, gnames, strict=True))
+    summed = combine_flips(flips, sample, job.keys).rename(named).collect()
+    return compare_matrix(long, names, gnames), summed
 
 
 def _rates_long(

@@ -77,6 +77,8 @@ def paired_difference(a: pl.Expr, b: pl.Expr, c: pl.Expr, d: pl.Expr, z: float =
     >>> [round(v, 4) for v in pl.select(d.estimate, d.low.alias("lo"), d.high.alias("hi")).row(0)]
     [0.2, 0.0569, 0.3404]
     """
+    # signed arithmetic whatever the counts' type: b - c on unsigned counts would wrap
+    a, b, c, d = (x.cast(pl.Int64) for x in (a, b, c, d))
     n = (a + b + c + d).cast(pl.Float64)
     p1, p2 = (a + b).cast(pl.Float64) / n, (a + c).cast(pl.Float64) / n
     l1, u1 = wilson(a + b, a + b + c + d, z)
