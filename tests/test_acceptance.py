@@ -50,7 +50,7 @@ def engine_evaluate(doc: dict, rule: dict | str, as_of: datetime) -> dict[str, A
     assert tables["quarantine"].collect().height == 0
     recorded = rule == RECORDED
     alt = [] if recorded else [rule_from_object({**rule, "name": "alt"}, where="test")]
-    out = oa.acceptance(tables, alt, as_of=as_of, recorded=recorded).collect()
+    out = oa.acceptance(tables, alt, as_of=as_of, recorded=recorded)
     assert out.height == 1
     row = out.row(0, named=True)
     return {k: row[k] for k in base.RESULT_KEYS}
@@ -89,7 +89,7 @@ def test_nan_score_never_reaches_a_target() -> None:
     for better in ("higher", "lower"):
         rule = oa.Rule("x", score=oa.ScoreTarget("s", 0.0, better))
         row = oa.acceptance(tables, [rule], as_of="2027-01-01T00:00:00Z", recorded=False)
-        got = row.collect().row(0, named=True)
+        got = row.row(0, named=True)
         assert (got["outcome"], got["reasons"]) == ("rejected", ["below_target:s"])
 
 
@@ -116,7 +116,7 @@ def test_rules_of_many_parts_name_every_reason_in_order() -> None:
     rule = {"name": "all", "requires": names}
     tables = read_documents(docs)
     alt = [rule_from_object(rule, where="test")]
-    got = oa.acceptance(tables, alt, as_of=as_of).collect()
+    got = oa.acceptance(tables, alt, as_of=as_of)
     rows = {(r["run_id"], r["rule"]): r for r in got.iter_rows(named=True)}
     assert len(rows) == 6
     for doc in docs:
@@ -141,7 +141,7 @@ def test_a_slice_of_runs_without_readable_rules() -> None:
         {"ocp": "0.3", "run": {"id": "bad", "acceptance_rule": {"requires": "tests"}}},
     ]
     tables = read_documents(docs)
-    got = oa.acceptance(tables, ["tests"], as_of="2027-01-01T00:00:00Z").collect()
+    got = oa.acceptance(tables, ["tests"], as_of="2027-01-01T00:00:00Z")
     rows = {(r["run_id"], r["rule"]): r["reasons"] for r in got.iter_rows(named=True)}
     assert rows == {
         ("none", "recorded"): ["no_rule"],
@@ -182,7 +182,7 @@ def test_late_words_of_odd_event_names_keep_order_and_text() -> None:
     rules = [{"name": "late", "requires": ["tests"], "excludes_events": [odd[1], odd[3]]}]
     got = oa.acceptance(
         read_documents(docs), [rule_from_object(r, where="test") for r in rules], as_of=as_of
-    ).collect()
+    )
     rows = {(r["run_id"], r["rule"]): r for r in got.iter_rows(named=True)}
     for d in docs:
         for name, want_rule in [("recorded", RECORDED), ("late", rules[0])]:
@@ -194,7 +194,7 @@ def test_late_words_of_odd_event_names_keep_order_and_text() -> None:
 
 
 @pytest.mark.parametrize("path", ["compiled", "keys", "exploded"])
-def test_issue12_coded_texts_are_the_same_words(
+def test_coded_texts_are_the_same_words(
     generated: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, path: str
 ) -> None:
     """decide(coded=True) gives rule, outcome and tier as Enum columns of the same words."""

@@ -124,7 +124,7 @@ def test_matched_events_are_appended_after_the_runs_own() -> None:
     assert rows.select("name", "rank").rows() == [("issue", 0), ("incident", 3), ("revert", 0)]
 
 
-def test_issue39_latest_signals_read_what_was_known_at_as_of() -> None:
+def test_latest_signals_read_what_was_known_at_as_of() -> None:
     """SEMANTICS §4: signals observed after as_of are set aside before the latest is picked."""
     later = datetime(2026, 12, 3, tzinfo=UTC)
     s = _signals(
@@ -143,7 +143,7 @@ def test_issue39_latest_signals_read_what_was_known_at_as_of() -> None:
     assert latest_scores(known).collect().select("value").item() == 3300.0
 
 
-def test_issue39_the_as_of_predicate_reaches_the_parquet_scan(tmp_path: Path) -> None:
+def test_the_as_of_predicate_reaches_the_parquet_scan(tmp_path: Path) -> None:
     """One filter on the scan every feature reads, not one per rule (performance)."""
     s = _signals([(1, 0, "verdict", "tests", "pass", None, T0)]).collect()
     s.write_parquet(tmp_path / "signals.parquet")

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import examples
 from tests.property.strategies import alternative_rules, as_of_instants, documents
 from tests.reference import RECORDED, RESULT_FIELDS, TIER_Q, evaluate, parse_ts, rule_is_valid
 
@@ -746,7 +747,7 @@ PIT_EARLY = "2025-12-20T10:05:00Z"
 PIT_LATE = "2026-10-15T12:00:00Z"
 
 
-def test_issue39_verdict_observed_after_as_of_is_not_yet_known():
+def test_verdict_observed_after_as_of_is_not_yet_known():
     signals = [verdict("tests", "pass", PIT_EARLY), verdict("review", "reject", PIT_LATE)]
     fields = {"requires": ["tests", "review"], "ended_at": PIT_END}
     before = run_rule(signals, PIT_AS_OF, **fields)
@@ -759,7 +760,7 @@ def test_issue39_verdict_observed_after_as_of_is_not_yet_known():
     assert (after["outcome"], after["reasons"]) == ("rejected", ["failed:review"])
 
 
-def test_issue39_latest_verdict_is_the_latest_known_at_as_of():
+def test_latest_verdict_is_the_latest_known_at_as_of():
     signals = [
         verdict("review", "pass", PIT_EARLY, tier="reported"),
         verdict("review", "reject", PIT_LATE),
@@ -768,7 +769,7 @@ def test_issue39_latest_verdict_is_the_latest_known_at_as_of():
     assert (result["outcome"], result["tier"]) == ("accepted", "reported")
 
 
-def test_issue39_score_observed_after_as_of_is_ignored():
+def test_score_observed_after_as_of_is_ignored():
     target = {"name": "runtime_s", "target": 3600, "better": "lower"}
     signals = [
         score("runtime_s", 3300, PIT_EARLY, tier="reported"),
@@ -780,7 +781,7 @@ def test_issue39_score_observed_after_as_of_is_ignored():
     assert (alone["outcome"], alone["reasons"]) == ("unknown", ["missing:runtime_s"])
 
 
-def test_issue39_signal_observed_at_as_of_is_known():
+def test_signal_observed_at_as_of_is_known():
     at = PIT_AS_OF.isoformat()
     just_after = (PIT_AS_OF + timedelta(microseconds=1)).isoformat()
     fields = {"requires": ["tests"], "ended_at": PIT_END}
@@ -790,12 +791,12 @@ def test_issue39_signal_observed_at_as_of_is_known():
 
 
 @pytest.mark.parametrize("when", [_ABSENT, "garbage", None, ""])
-def test_issue39_signal_without_time_is_always_known(when):
+def test_signal_without_time_is_always_known(when):
     result = run_rule([verdict("tests", "pass", when)], PIT_AS_OF, requires=["tests"])
     assert result["outcome"] == "accepted"
 
 
-def test_issue39_verdict_after_as_of_does_not_decide_the_attempt():
+def test_verdict_after_as_of_does_not_decide_the_attempt():
     attempts = [attempt("w.a1", "w", PIT_EARLY), attempt("w.a2", "w", "2025-12-20T11:00:00Z")]
     signals = [
         verdict("tests", "pass", PIT_EARLY, at_attempt="w.a1"),
@@ -805,7 +806,7 @@ def test_issue39_verdict_after_as_of_does_not_decide_the_attempt():
     assert accepted_fields(result) == ("w.a1", 1, 1, None)
 
 
-def test_issue39_excluded_event_after_as_of_does_not_count():
+def test_excluded_event_after_as_of_does_not_count():
     signals = [verdict("tests", "pass", PIT_EARLY), event("revert", "2026-01-02T00:00:00Z")]
     fields = {"requires": ["tests"], "ended_at": PIT_END}
     assert run_rule(signals, PIT_AS_OF, **fields)["outcome"] == "accepted"
@@ -828,7 +829,7 @@ def test_naive_as_of_is_refused():
 # ------------------------------------------------------------- smoke
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(doc=documents(), alternatives=alternative_rules(), as_of=as_of_instants())
 def test_evaluate_never_raises(doc, alternatives, as_of):
     json.dumps(doc, allow_nan=False)  # the generator only makes plain JSON

@@ -49,7 +49,7 @@ def test_durations_count_back_from_as_of() -> None:
     assert resolve_as_of("2026-12-01T01:00:00+01:00") == datetime(2026, 12, 1, tzinfo=UTC)
 
 
-def test_issue39_a_window_with_a_start_and_no_end_ends_at_as_of() -> None:
+def test_a_window_with_a_start_and_no_end_ends_at_as_of() -> None:
     """SEMANTICS §10: ``30d`` is the 30 days before as_of, not the runs after it too."""
     assert resolve_window("30d", None, AS_OF) == (
         datetime(2026, 11, 10, tzinfo=UTC),
@@ -62,7 +62,7 @@ def test_issue39_a_window_with_a_start_and_no_end_ends_at_as_of() -> None:
     assert resolve_window(None, "2026-12-05", AS_OF) == (None, datetime(2026, 12, 5, tzinfo=UTC))
 
 
-def test_issue39_a_start_at_or_after_as_of_with_no_end_is_refused() -> None:
+def test_a_start_at_or_after_as_of_with_no_end_is_refused() -> None:
     with pytest.raises(oa.OcpAnalyticsError, match="not before as_of") as err:
         resolve_window("2026-12-10", None, AS_OF)
     assert "Hint: give an earlier since, a later as_of, or an until." in str(err.value)
@@ -70,19 +70,19 @@ def test_issue39_a_start_at_or_after_as_of_with_no_end_is_refused() -> None:
         resolve_window("0d", None, AS_OF)
 
 
-def test_issue39_runs_after_as_of_are_outside_a_window_with_no_end(ds: Path) -> None:
+def test_runs_after_as_of_are_outside_a_window_with_no_end(ds: Path) -> None:
     """``since`` alone: a run ending after as_of is not in the window (until = as_of)."""
     as_of = "2026-12-05T00:00:00Z"
-    acc = oa.acceptance(ds, as_of=as_of, since="2026-11-01").collect()
+    acc = oa.acceptance(ds, as_of=as_of, since="2026-11-01")
     assert sorted(acc["run_id"]) == ["mon", "started_only", "tue"]  # not "next" (12-08)
-    rates = oa.rates(ds, as_of=as_of, since="7d").collect()
+    rates = oa.rates(ds, as_of=as_of, since="7d")
     assert rates.select("runs", "accepted", "rejected").rows() == [(3, 2, 1)]
     # no window at all: every run, each judged on what was known at as_of
-    everything = oa.acceptance(ds, as_of=as_of).collect()
+    everything = oa.acceptance(ds, as_of=as_of)
     assert everything.height == len(DOCS)
 
 
-def test_issue39_the_report_window_ends_at_as_of(ds: Path, tmp_path: Path) -> None:
+def test_the_report_window_ends_at_as_of(ds: Path, tmp_path: Path) -> None:
     """``report --since 7d``: the 7 days before as_of, against the 7 days before those."""
     pytest.importorskip("altair")
     pytest.importorskip("vl_convert")
@@ -110,27 +110,27 @@ def test_empty_window_is_refused() -> None:
 
 
 def test_since_until_filter_on_end_else_start(ds: Path) -> None:
-    acc = oa.acceptance(ds, as_of=AS_OF, since="2026-12-01", until="2026-12-08").collect()
+    acc = oa.acceptance(ds, as_of=AS_OF, since="2026-12-01", until="2026-12-08")
     assert sorted(acc["run_id"]) == ["started_only", "tue"]  # until is exclusive
-    week = oa.acceptance(ds, as_of=AS_OF, since="10d").collect()  # from 2026-11-30
+    week = oa.acceptance(ds, as_of=AS_OF, since="10d")  # from 2026-11-30
     assert sorted(week["run_id"]) == ["mon", "next", "started_only", "tue"]
 
 
 def test_rates_by_week_and_day(ds: Path) -> None:
-    weekly = oa.rates(ds, as_of=AS_OF, period="week").collect()
+    weekly = oa.rates(ds, as_of=AS_OF, period="week")
     rows = weekly.select("period", "runs", "accepted", "rejected").rows()
     assert rows == [
         (datetime(2026, 11, 30, tzinfo=UTC), 3, 2, 1),  # Monday 30 Nov: mon, tue, started_only
         (datetime(2026, 12, 7, tzinfo=UTC), 1, 1, 0),
         (None, 1, 1, 0),  # no time at all: its own (null) period, last
     ]
-    daily = oa.rates(ds, as_of=AS_OF, period="day", since="2026-12-01").collect()
+    daily = oa.rates(ds, as_of=AS_OF, period="day", since="2026-12-01")
     assert daily.select("period", "runs").rows() == [
         (datetime(2026, 12, 1, tzinfo=UTC), 1),
         (datetime(2026, 12, 2, tzinfo=UTC), 1),
         (datetime(2026, 12, 8, tzinfo=UTC), 1),
     ]
-    monthly = oa.rates(ds, as_of=AS_OF, period="month", since="2026-11-01").collect()
+    monthly = oa.rates(ds, as_of=AS_OF, period="month", since="2026-11-01")
     assert monthly.select("period", "runs").rows() == [
         (datetime(2026, 11, 1, tzinfo=UTC), 1),
         (datetime(2026, 12, 1, tzinfo=UTC), 3),
@@ -143,10 +143,10 @@ def test_unknown_period_is_refused(ds: Path) -> None:
 
 
 def test_window_with_no_runs_gives_no_rows(ds: Path) -> None:
-    assert oa.rates(ds, as_of=AS_OF, since="2025-01-01", until="2025-02-01").collect().height == 0
+    assert oa.rates(ds, as_of=AS_OF, since="2025-01-01", until="2025-02-01").height == 0
     matrix, flips = oa.compare(ds, ["tests"], as_of=AS_OF, since="2025-01-01", until="2025-02-01")
-    assert matrix.collect().height == 0
-    assert flips.collect().height == 0
+    assert matrix.height == 0
+    assert flips.height == 0
 
 
 def test_period_words_are_spelled_once() -> None:

@@ -27,6 +27,7 @@ from ocp_analytics.engine import _compiled, _recorded
 from ocp_analytics.ingestion.batch import read_documents
 from ocp_analytics.model.rules import rule_from_object
 from tests import reference
+from tests.conftest import examples
 from tests.property.strategies import (
     alternative_rules,
     as_of_instants,
@@ -45,7 +46,7 @@ def check_batch(docs: list[dict], rules: list[dict], as_of) -> int:
     tables = read_documents(docs)
     assert tables["quarantine"].collect().height == 0
     alt = [rule_from_object(r, where="generated") for r in rules]
-    got = oa.acceptance(tables, alt, as_of=as_of).collect()
+    got = oa.acceptance(tables, alt, as_of=as_of)
     rows = {(r["run_id"], r["rule"]): r for r in got.iter_rows(named=True)}
     assert len(rows) == len(docs) * (1 + len(rules))
     for doc in docs:
@@ -91,13 +92,13 @@ INPUTS = {
 }
 
 
-@settings(SETTINGS, max_examples=EXAMPLES)
+@settings(SETTINGS, max_examples=examples(EXAMPLES))
 @given(**INPUTS)
 def test_engine_matches_reference(docs: list[dict], rules: list[dict], as_of) -> None:
     check_batch(docs, rules, as_of)
 
 
-@settings(SETTINGS, max_examples=60)
+@settings(SETTINGS, max_examples=examples(60))
 @given(**INPUTS)
 def test_exploded_recorded_rules_match_reference(
     docs: list[dict], rules: list[dict], as_of
@@ -106,7 +107,7 @@ def test_exploded_recorded_rules_match_reference(
     check_with("RECORDED_COMPILED_MAX", 0, docs, rules, as_of)
 
 
-@settings(SETTINGS, max_examples=60)
+@settings(SETTINGS, max_examples=examples(60))
 @given(**INPUTS)
 def test_keyed_reasons_match_reference(docs: list[dict], rules: list[dict], as_of) -> None:
     """Rules of too many outcomes to list name their reasons by joined keys."""
@@ -123,7 +124,7 @@ def test_through_the_on_disk_dataset(tmp_path: Path) -> None:
     disk = oa.acceptance(tmp_path / "ds", ["tests+review"], as_of="2026-10-01T00:00:00Z")
     mem = oa.acceptance(read_documents(docs), ["tests+review"], as_of="2026-10-01T00:00:00Z")
     key = ["run_id", "rule"]
-    assert disk.collect().sort(key).equals(mem.collect().sort(key))
+    assert disk.sort(key).equals(mem.sort(key))
 
 
 # After every instant the strategies draw: everything observed is known by then.
@@ -143,7 +144,7 @@ def _found(condition: Callable[[tuple[dict, datetime]], bool]) -> tuple[dict, da
     return find(st.tuples(documents(), as_of_instants()), condition, settings=quick)
 
 
-def test_issue39_generated_documents_hold_verdicts_and_scores_after_as_of() -> None:
+def test_generated_documents_hold_verdicts_and_scores_after_as_of() -> None:
     """The differential tests see documents whose verdict or score part differs
     because a signal was observed after ``as_of`` (SEMANTICS §4)."""
     for kind in ("verdict", "score"):

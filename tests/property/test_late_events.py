@@ -23,6 +23,7 @@ from ocp_analytics.ingestion.timestamps import parse_timestamp
 from ocp_analytics.model.rules import rule_from_object
 from ocp_analytics.schemas import polars_schema
 from tests import reference
+from tests.conftest import examples
 from tests.property.strategies import (
     GARBAGE_TIMESTAMPS,
     alternative_rules,
@@ -96,7 +97,7 @@ def check(docs: list[dict], records: list[dict], rules: list[dict], as_of) -> No
     tables = dict(read_documents(docs))
     tables["events"] = events_frame(records)
     alt = [rule_from_object(r, where="generated") for r in rules]
-    got = oa.acceptance(tables, alt, as_of=as_of).collect()
+    got = oa.acceptance(tables, alt, as_of=as_of)
     rows = {(r["run_id"], r["rule"]): r for r in got.iter_rows(named=True)}
     for doc in docs:
         full = reference.with_late_events(doc, records)
@@ -113,7 +114,7 @@ def check(docs: list[dict], records: list[dict], rules: list[dict], as_of) -> No
 
 
 @settings(
-    max_examples=120,
+    max_examples=examples(120),
     deadline=None,
     phases=[Phase.explicit, Phase.reuse, Phase.generate],
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
@@ -157,19 +158,19 @@ def test_one_commit_shared_by_two_runs_turns_both() -> None:
     ]  # fmt: skip
     tables = dict(read_documents(docs))
     tables["events"] = events_frame(records)
-    acc = oa.acceptance(tables, as_of="2026-12-05T00:00:00Z").collect().sort("run_id")
+    acc = oa.acceptance(tables, as_of="2026-12-05T00:00:00Z").sort("run_id")
     assert acc.select("run_id", "outcome", "reasons", "tier").rows() == [
         ("r1", "rejected", ["late:revert"], "asserted"),  # the verdict has no tier
         ("r2", "rejected", ["late:revert"], "asserted"),
     ]
-    turned = oa.acceptance(tables, as_of="2026-12-05T00:00:00Z", late_only=True).collect()
+    turned = oa.acceptance(tables, as_of="2026-12-05T00:00:00Z", late_only=True)
     assert turned.height == 2
-    before = oa.acceptance(tables, as_of="2026-12-02T00:00:00Z").collect()
+    before = oa.acceptance(tables, as_of="2026-12-02T00:00:00Z")
     assert before["outcome"].to_list() == ["accepted", "accepted"]
 
 
 @settings(
-    max_examples=25,
+    max_examples=examples(25),
     deadline=None,
     phases=[Phase.explicit, Phase.reuse, Phase.generate],
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
@@ -195,7 +196,7 @@ def test_stored_events_engine_sql_and_reference_agree(docs, arts, records, rules
             oa.ingest_events(root / "events.ndjson", root / "ds")
         alt = [rule_from_object(r, where="generated") for r in rules]
         order = ["run_id", "rule"]
-        engine = oa.acceptance(root / "ds", alt, as_of=as_of).collect().sort(order)
+        engine = oa.acceptance(root / "ds", alt, as_of=as_of).sort(order)
         con = connect(root / "ds", rules=alt, as_of=as_of)
         try:
             sql = con.sql("SELECT * FROM acceptance").pl().sort(order)

@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 from hypothesis import HealthCheck, event, given, settings
 
 from ocp_analytics.store.parquet_parallel import ParquetRowGroups, encode
+from tests.conftest import examples
 
 WORDS = pa.dictionary(pa.uint32(), pa.large_string())
 SCHEMA = pa.schema(
@@ -82,9 +83,9 @@ def frames(draw: st.DrawFn) -> list[tuple[pa.Table, list[str]]]:
     return out
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frames())
-def test_issue12_joined_parts_are_one_writers_file(
+def test_joined_parts_are_one_writers_file(
     tmp_path_factory: Any, drawn: list[tuple[pa.Table, list[str]]]
 ) -> None:
     tmp: Path = tmp_path_factory.mktemp("join")

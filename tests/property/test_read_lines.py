@@ -20,6 +20,7 @@ from ocp_analytics.ingestion import read
 from ocp_analytics.ingestion.chunks import read_chunks
 from ocp_analytics.ingestion.read import BOM
 from ocp_analytics.ingestion.sources import Source
+from tests.conftest import examples
 
 _PIECES = st.sampled_from(
     [
@@ -74,7 +75,7 @@ def _expected(body: bytes) -> list[tuple[str, int, bool, str | None, bytes]]:
 
 
 @settings(
-    max_examples=400,
+    max_examples=examples(400),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -34,8 +34,11 @@ from ocp_analytics.engine.stats import (
     pass_at_k,
     sweep,
 )
+from tests.conftest import examples
 
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 counts = st.integers(0, 400)
 tables = st.tuples(counts, counts, counts, counts).filter(lambda t: sum(t) > 0)
 
