@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import shutil
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import orjson
 import polars as pl
 import pytest
 
@@ -101,3 +104,136 @@ def test_issue38_a_part_is_written_as_the_store_writes_parquet(tmp_path: Path) -
 def _solo(tmp_path: Path) -> Path:
     oa.ingest(SOLO, tmp_path / "ds")
     return tmp_path / "ds"
+
+
+# --- snapshots (#38) ---------------------------------------------------------------------
+
+DATA = SOLO.parents[2]
+AS_OF = "2027-01-01T00:00:00Z"
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
+    """Four commits (runs, a late revert, a new version of a run, another event), and a copy
+    of the dataset as each of the first three left it."""
+    tmp = tmp_path_factory.mktemp("history")
+    ds, copies = tmp / "ds", []
+    events = (DATA / "events" / "example-events.ndjson").read_bytes().splitlines(keepends=True)
+    (tmp / "events-1.ndjson").write_bytes(b"".join(events[:2]))  # the revert of late-revert
+    (tmp / "events-2.ndjson").write_bytes(b"".join(events[2:]))
+    newer = orjson.loads(SOLO.read_bytes())
+    newer["run"].update(title="solo, again", ended_at="2026-09-23T11:00:00-07:00")
+    (tmp / "solo-again.json").write_bytes(orjson.dumps(newer))
+    steps = [
+        lambda: oa.ingest([DATA / "examples" / "late-revert.ocp.json", SOLO.parent], ds),
+        lambda: oa.ingest_events(tmp / "events-1.ndjson", ds),
+        lambda: oa.ingest(tmp / "solo-again.json", ds),
+        lambda: oa.ingest_events(tmp / "events-2.ndjson", ds),
+    ]
+    for i, step in enumerate(steps, 1):
+        step()
+        copies.append(tmp / f"as-of-{i}")
+        shutil.copytree(ds, copies[-1])
+    return ds, copies
+
+
+def _frames(ds: D.Dataset) -> dict[str, pl.DataFrame]:
+    tables = {f"scans.{t}": f for t, f in ds.scans.items()} | ds.frames
+    return {t: f.collect().sort(pl.all(), nulls_last=True) for t, f in tables.items()}
+
+
+@pytest.mark.parametrize("seq", [1, 2, 3])
+def test_issue38_a_snapshot_is_the_dataset_as_its_commit_left_it(
+    history: tuple[Path, list[Path]], seq: int
+) -> None:
+    """Later ingests, late events and a new version of a run change nothing it reads."""
+    ds, copies = history
+    then, snap = oa.scan_dataset(copies[seq - 1]), oa.scan_dataset(ds, snapshot=seq)
+    assert (snap.snapshot, then.snapshot) == (seq, seq)
+    got, want = _frames(snap), _frames(then)
+    assert got.keys() == want.keys()
+    for table in want:
+        assert got[table].equals(want[table]), table
+    assert snap.manifest.equals(then.manifest) and snap.signal_links == then.signal_links
+    accept = oa.acceptance(snap, as_of=AS_OF).sort("run_id", "rule")
+    assert accept.equals(oa.acceptance(copies[seq - 1], as_of=AS_OF).sort("run_id", "rule"))
+
+
+def test_issue38_snapshots_differ_where_commits_changed_the_dataset(
+    history: tuple[Path, list[Path]],
+) -> None:
+    ds, _ = history
+    outcome = {
+        s: oa.acceptance(oa.scan_dataset(ds, snapshot=s), as_of=AS_OF)
+        .filter(pl.col("rule") == "recorded")
+        .select("run_id", "outcome")
+        for s in (1, 2)
+    }
+    changed = (
+        outcome[1]
+        .join(outcome[2], on="run_id")
+        .filter(pl.col("outcome") != pl.col("outcome_right"))
+    )
+    assert changed.rows() == [("run_ex_late_revert", "accepted", "rejected")]  # the revert, at 2
+    titles = {
+        s: oa.scan_dataset(ds, snapshot=s).runs.filter(pl.col("run_id") == "run_ex_solo")
+        for s in (2, 3)
+    }
+    assert [titles[s].select("title").collect().item() for s in (2, 3)] == [
+        "One agent implements on example/widget",
+        "solo, again",
+    ]
+    assert oa.scan_dataset(ds).snapshot == 4
+
+
+def test_issue38_a_snapshot_by_instant_is_the_last_commit_at_or_before_it(
+    history: tuple[Path, list[Path]],
+) -> None:
+    ds, _ = history
+    committed = [datetime.fromisoformat(r["committed_at"]) for r in D.read_commits(ds)]
+    for seq, at in enumerate(committed, 1):
+        assert oa.scan_dataset(ds, snapshot=at).snapshot == seq
+        assert oa.scan_dataset(ds, snapshot=at.isoformat()).snapshot == seq
+        if seq > 1:
+            before = at - timedelta(microseconds=1)
+            assert [r["seq"] for r in D.read_commits(ds, before)] == list(range(1, seq))
+    naive = committed[1].astimezone(UTC).replace(tzinfo=None)  # naive: UTC
+    assert oa.scan_dataset(ds, snapshot=naive).snapshot == 2
+    assert oa.scan_dataset(ds, snapshot="2").snapshot == 2
+
+
+@pytest.mark.parametrize(
+    ("snapshot", "message"),
+    [
+        (5, "has no commit 5 (its commits are 1 to 4)."),
+        (0, "has no commit 0 (its commits are 1 to 4)."),
+        ("2020-01-01", "has no commit at or before 2020-01-01T00:00:00.000000Z (its commits are"),
+        ("last week", "cannot read the snapshot 'last week' as a commit's seq or an instant."),
+    ],
+)
+def test_issue38_a_snapshot_no_commit_matches_is_refused(
+    history: tuple[Path, list[Path]], snapshot: int | str, message: str
+) -> None:
+    ds, _ = history
+    with pytest.raises(oa.DatasetError) as caught:
+        oa.scan_dataset(ds, snapshot=snapshot)
+    first = str(caught.value).splitlines()[0]
+    assert message in first
+    assert "Hint: " in str(caught.value)
+
+
+def test_issue38_a_snapshot_reads_no_record_after_it(history: tuple[Path, list[Path]]) -> None:
+    """A damaged later record stops the latest reads, not a snapshot before it."""
+    _, copies = history
+    ds = copies[3]
+    (ds / D.BATCHES / "00000004.json").write_text("{")
+    with pytest.raises(oa.DatasetError, match=r"00000004\.json"):
+        oa.scan_dataset(ds)
+    assert oa.scan_dataset(ds, snapshot=3).snapshot == 3
+
+
+def test_issue38_an_empty_dataset_has_no_snapshot(tmp_path: Path) -> None:
+    D.create(tmp_path / "ds")
+    assert oa.scan_dataset(tmp_path / "ds").snapshot is None
+    with pytest.raises(oa.DatasetError, match="has no commit 1: it has no commit yet"):
+        oa.scan_dataset(tmp_path / "ds", snapshot=1)

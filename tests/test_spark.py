@@ -130,11 +130,43 @@ def _rules(tmp: Path) -> list[Any]:
     ]
 
 
+def _manifest(path: Path) -> dict[tuple[int, str], dict[str, Any]]:
+    """Each batch's manifest by table, without file names: rows, doc_id and time ranges, fields."""
+    out: dict[tuple[int, str], dict[str, Any]] = {}
+    for record in D.read_commits(path):
+        assert sorted(e["file"] for e in record["parts"]) == sorted(
+            f for files in record["files"].values() for f in files
+        )
+        for e in record["parts"]:
+            t = out.setdefault(
+                (record["seq"], e["table"]), {"rows": 0, "doc_id": [], "time": [], "fields": set()}
+            )
+            t["rows"] += e["rows"]
+            t["fields"] |= set(e) - {"file"}
+            for key in ("doc_id", "time"):
+                t[key] = _widest(t[key], e.get(key, []))
+    return out
+
+
+def _widest(a: list[Any], b: list[Any]) -> list[Any]:
+    """The range spanning two ranges (``[]``: empty)."""
+    return [min(a[0], b[0]), max(a[1], b[1])] if a and b else a or b
+
+
+def test_issue38_ingest_writes_the_same_manifest(datasets) -> None:
+    """Spark batches carry a manifest entry per part, spanning what the polars ingest's do."""
+    from ocp_analytics.store.verify import verify
+
+    p, q, _ = datasets
+    assert _manifest(q) == _manifest(p)
+    assert verify(q) == []  # every Spark entry holds its file's size, SHA-256 and rows
+
+
 def test_acceptance_is_row_for_row_the_same(spark: Any, datasets, tmp_path: Path) -> None:
     p, q, _ = datasets
     rules = _rules(tmp_path)
     got = osp.to_polars(osp.acceptance(spark, q, rules, AS_OF, slice_runs=SLICE))
-    want = oa.acceptance(p, rules, as_of=AS_OF).collect()
+    want = oa.acceptance(p, rules, as_of=AS_OF)
     order = ["run_id", "rule"]
     assert got.schema == want.schema
     assert got.sort(order).equals(want.sort(order))
@@ -142,7 +174,7 @@ def test_acceptance_is_row_for_row_the_same(spark: Any, datasets, tmp_path: Path
     assert got["window_open"].any() and got["outcome"].n_unique() == 3
 
     windowed = osp.acceptance(spark, q, "tests", AS_OF, since="60d", recorded=False)
-    local = oa.acceptance(p, "tests", as_of=AS_OF, since="60d", recorded=False).collect()
+    local = oa.acceptance(p, "tests", as_of=AS_OF, since="60d", recorded=False)
     assert osp.to_polars(windowed).sort(order).equals(local.sort(order))
 
 
@@ -157,7 +189,7 @@ def test_write_acceptance_parts_carry_as_of(spark: Any, datasets, tmp_path: Path
     meta = pq.read_schema(parts[0]).metadata
     assert meta[b"ocp_analytics.as_of"] == b"2026-11-20T00:00:00+00:00"
     got = pl.read_parquet(out).sort("run_id", "rule")
-    want = oa.acceptance(p, ["tests+review"], as_of=AS_OF).collect().sort("run_id", "rule")
+    want = oa.acceptance(p, ["tests+review"], as_of=AS_OF).sort("run_id", "rule")
     assert rows == got.height and got.equals(want)
 
 
@@ -170,12 +202,12 @@ def test_rates_and_flips_are_the_same(spark: Any, datasets, tmp_path: Path) -> N
         {"period": "month"},
     ):
         got = osp.rates(spark, q, rules, as_of=AS_OF, slice_runs=SLICE, **kwargs)
-        want = oa.rates(p, rules, as_of=AS_OF, **kwargs).collect()
+        want = oa.rates(p, rules, as_of=AS_OF, **kwargs)
         assert got.equals(want), kwargs
     m, f = osp.compare(spark, q, rules, by="label.team", as_of=AS_OF, sample=3, slice_runs=SLICE)
     m2, f2 = oa.compare(p, rules, by="label.team", as_of=AS_OF, sample=3)
-    assert m.equals(m2.collect())
-    assert f.equals(f2.collect())
+    assert m.equals(m2)
+    assert f.equals(f2)
     assert f["flips"].sum() > 0
 
 
@@ -358,7 +390,7 @@ def test_object_store_ingest_and_acceptance_match_the_local_polars_engine(
         assert table(local, name).equals(table(uri, name)), name
     rules = ["tests", "tests+review"]
     got = osp.to_polars(osp.acceptance(spark, uri, rules, AS_OF, slice_runs=2 * SLICE))
-    want = oa.acceptance(local, rules, as_of=AS_OF).collect()
+    want = oa.acceptance(local, rules, as_of=AS_OF)
     assert got.sort("run_id", "rule").equals(want.sort("run_id", "rule"))
     out = f"{bucket}/acceptance.parquet"
     rows = osp.write_acceptance(spark, uri, out, rules, AS_OF, slice_runs=2 * SLICE)
@@ -366,5 +398,5 @@ def test_object_store_ingest_and_acceptance_match_the_local_polars_engine(
     assert len(parts) > 1 and rows == want.height
     written = pl.read_parquet(parts, storage_options=store(out).storage_options())
     assert written.sort("run_id", "rule").equals(want.sort("run_id", "rule"))
-    polars_rates = oa.rates(local, rules, as_of=AS_OF).collect()
+    polars_rates = oa.rates(local, rules, as_of=AS_OF)
     assert osp.rates(spark, uri, rules, as_of=AS_OF).equals(polars_rates)

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import Annotated, ParamSpec
 
 import typer
 
-from ocp_analytics.cli import evaluate, ingest, report, sql
+from ocp_analytics.cli import dataset, evaluate, ingest, report, sql
 from ocp_analytics.exceptions import OcpAnalyticsError, StrictIngestError
 
 app = typer.Typer(
@@ -67,18 +68,23 @@ def _root(
     """Columnar analytics for OCP run documents."""
 
 
-def exits(command: Callable[P, None]) -> Callable[P, None]:
+def exits(command: Callable[P, None], reads: str | None = None) -> Callable[P, None]:
     """``command`` with the package's errors as ``error: …`` on standard error and an exit code.
 
     ``--strict`` finding quarantined records exits 3, any other error of the
     package 1 (its message says what was wrong and how to fix it). Other
-    exceptions are bugs and keep their traceback.
+    exceptions are bugs and keep their traceback, except a read failing on a
+    damaged part of the dataset the parameter ``reads`` names: that is one
+    ``error:`` line naming the part and suggesting ``verify``, exit 1
+    (:func:`~ocp_analytics.store.verify.damaged_parts`).
     """
 
     @functools.wraps(command)
     def run(*args: P.args, **kwargs: P.kwargs) -> None:
+        place = kwargs.get(reads) if reads else None  # the dataset argument, if any
         try:
-            command(*args, **kwargs)
+            with _damaged_parts(place if isinstance(place, str) else None):
+                command(*args, **kwargs)
         except OcpAnalyticsError as exc:
             typer.echo(f"error: {exc}", err=True)
             code = EXIT_QUARANTINED if isinstance(exc, StrictIngestError) else EXIT_ERROR
@@ -87,15 +93,26 @@ def exits(command: Callable[P, None]) -> Callable[P, None]:
     return run
 
 
-# the order of `ocp-analytics --help`
-app.command()(exits(ingest.ingest))
-app.command("ingest-events")(exits(ingest.ingest_events))
-app.command()(exits(evaluate.accept))
-app.command()(exits(evaluate.rates))
-app.command()(exits(evaluate.compare))
-app.command()(exits(report.report))
-app.command("unmatched-events")(exits(ingest.unmatched_events))
-app.command()(exits(sql.sql))
+def _damaged_parts(dataset: str | None) -> AbstractContextManager[None]:
+    """Damaged parts of ``dataset`` (a command's argument) named in one line; else nothing."""
+    if dataset is None:
+        return nullcontext()
+    from ocp_analytics.store.verify import damaged_parts
+
+    return damaged_parts(dataset)
+
+
+# the order of `ocp-analytics --help`; `reads`: the parameter naming the dataset read
+app.command()(exits(ingest.ingest, reads="out"))
+app.command("ingest-events")(exits(ingest.ingest_events, reads="out"))
+app.command()(exits(evaluate.accept, reads="dataset"))
+app.command()(exits(evaluate.rates, reads="dataset"))
+app.command()(exits(evaluate.compare, reads="dataset"))
+app.command()(exits(report.report, reads="dataset"))
+app.command("unmatched-events")(exits(ingest.unmatched_events, reads="dataset"))
+app.command()(exits(dataset.log))
+app.command()(exits(dataset.verify))
+app.command()(exits(sql.sql, reads="dataset"))
 
 
 def main() -> None:

@@ -20,12 +20,17 @@ from ocp_analytics import schemas as S
 from ocp_analytics.ingestion.batch import SourceSummary
 from ocp_analytics.store import dataset as D
 from ocp_analytics.store.dataset import write_parquet_atomic
+from ocp_analytics.store.manifest import PartEntry
 from ocp_analytics.store.storage import Store
 
 
 @dataclass(frozen=True)
 class Part:
-    """A written part: where, how many rows, its ``doc_id`` span and its codes by document."""
+    """A written part: where, how many rows, its ``doc_id`` span and its codes by document.
+
+    ``entry`` is its manifest entry (size, rows, SHA-256, ranges), as the
+    writer returned it; the commit record lists it under ``parts``.
+    """
 
     table: str
     name: str  # the file's name in the table folder (staged or final)
@@ -33,10 +38,11 @@ class Part:
     lo: int | None = None  # doc_id span (tables with doc_id)
     hi: int | None = None
     codes: pl.DataFrame | None = None  # findings, quarantine: doc_id (where held) and code
+    entry: PartEntry | None = None
 
     @classmethod
-    def of(cls, table: str, name: str, frame: pl.DataFrame) -> Part:
-        """The entry of ``frame`` written as ``table/name``.
+    def of(cls, table: str, name: str, frame: pl.DataFrame, entry: PartEntry | None = None) -> Part:
+        """The entry of ``frame`` written as ``table/name`` (its manifest entry ``entry``).
 
         Examples
         --------
@@ -51,7 +57,7 @@ class Part:
         codes = None
         if table in ("findings", "quarantine"):
             codes = frame.select(["doc_id", "code"] if "doc_id" in frame.columns else ["code"])
-        return cls(table, name, frame.height, lo, hi, codes)
+        return cls(table, name, frame.height, lo, hi, codes, entry)
 
     @property
     def rel(self) -> str:
@@ -104,8 +110,9 @@ class PartWriter:
             folder = self.staging.child(table)
             folder.mkdir()
             name = f"{self.prefix}-{self.parts:05d}.parquet"
-            write_parquet_atomic(S.part_table(frame, table), folder.child(name), part_of=table)
-            self.files.append(Part.of(table, name, frame))
+            target = folder.child(name)
+            entry = write_parquet_atomic(S.part_table(frame, table), target, part_of=table)
+            self.files.append(Part.of(table, name, frame, entry))
         self.pending = {}
         self.parts += 1
 
@@ -129,8 +136,8 @@ def drop_skipped(staging: Store, files: list[Part], skip: pl.Series) -> list[Par
             continue
         path.delete()
         if frame.height:
-            write_parquet_atomic(S.part_table(frame, f.table), path, part_of=f.table)
-            kept.append(Part.of(f.table, f.name, frame))
+            entry = write_parquet_atomic(S.part_table(frame, f.table), path, part_of=f.table)
+            kept.append(Part.of(f.table, f.name, frame, entry))
     return kept
 
 
@@ -143,12 +150,17 @@ def commit_batch(
     entries: list[SourceSummary],
     superseding: int,
 ) -> None:
-    """Move staged parts into the table folders (local), then write the commit record (last)."""
+    """Move staged parts into the table folders (local), then write the commit record (last).
+
+    The record lists each part's manifest entry (``parts``), as the
+    one-machine ingest's does.
+    """
     listed: dict[str, list[str]] = {t: [] for t in S.TABLES}
     for f in files:
         if staging != root:
             staging.child(f.rel).move_to(root.child(f.rel))
         listed[f.table].append(f.rel)
+    parts = [f.entry.to_json() for f in files if f.entry is not None]
     record = {
         "batch_id": batch_id,
         "seq": seq,
@@ -156,6 +168,7 @@ def commit_batch(
         "files": listed,
         "sources": [e.record() for e in entries],
         "superseding": superseding,
+        "parts": parts,
     }
     D.commit(root, record)
 

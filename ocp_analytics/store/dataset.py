@@ -15,6 +15,8 @@ commit record appears in ``_batches/``, and readers read only the parts
 that committed records list.
 A crash at any point therefore leaves the dataset as it was before the
 batch; the next ingest removes the orphaned parts and redoes the batch.
+The records, and the dataset as of any of them (a snapshot), are in
+``store/commits.py``.
 """
 
 from __future__ import annotations
@@ -38,17 +40,24 @@ import pyarrow.parquet as pq
 
 from ocp_analytics import schemas as S
 from ocp_analytics.exceptions import DatasetError, hint
+from ocp_analytics.store.commits import (
+    BATCHES,
+    SIGNAL_LINKS,
+    Snapshot,
+    commit,
+    manifest_frame,
+    read_commits,
+    table_files,
+)
+from ocp_analytics.store.commits import STAGING as STAGING
+from ocp_analytics.store.commits import record_names as record_names
+from ocp_analytics.store.commits import remove_orphans as remove_orphans
 from ocp_analytics.store.manifest import PartEntry, describe_part
 from ocp_analytics.store.storage import Store, store
 
 FORMAT = {"format": "ocp-analytics-dataset", "version": 1}
 MARKER = "ocp-dataset.json"
-BATCHES = "_batches"
 SCHEMA_DIR = "_schema"  # one empty Parquet file per table, for SQL readers
-STAGING = "_staging"  # parts of a Spark ingest before its commit
-# In the commit record of every batch written since the signals table carries
-# the attempt each signal names (features.LINK_COLUMNS).
-SIGNAL_LINKS = "signal_links"
 
 
 @overload
@@ -231,80 +240,6 @@ def _remote_lock(root: Store) -> Iterator[None]:
         lock.delete()
 
 
-def record_names(root: Store) -> list[str]:
-    """The names of the commit records in ``_batches/``, oldest first."""
-    names = root.child(BATCHES).names()
-    return sorted(n for n in names if n.endswith(".json") and not n.startswith("."))
-
-
-def read_commits(path: str | Path | Store) -> list[dict[str, Any]]:
-    """Every committed batch record, oldest first.
-
-    A record that is not a JSON object holding ``seq`` and ``files`` raises
-    a :class:`~ocp_analytics.exceptions.DatasetError` naming it (see
-    :func:`~ocp_analytics.store.verify.verify`).
-    """
-    root = store(path)
-    return [_read_record(root, name) for name in record_names(root)]
-
-
-def _read_record(root: Store, name: str) -> dict[str, Any]:
-    try:
-        record = orjson.loads(root.child(BATCHES, name).read_bytes())
-    except orjson.JSONDecodeError as exc:
-        problem = f"is not valid JSON ({exc})"
-    else:
-        if isinstance(record, dict) and isinstance(record.get("files"), dict) and "seq" in record:
-            return record
-        problem = "is not an object holding 'seq' and 'files'"
-    raise DatasetError(
-        f"the commit record {BATCHES}/{name} of {str(root)!r} {problem}. "
-        f"Hint: run `ocp-analytics verify {root}`."
-    )
-
-
-def commit(path: str | Path | Store, record: dict[str, Any]) -> None:
-    """Make a batch visible: write its record atomically, last.
-
-    In an object store the record is created only if absent (a conditional PUT), so two
-    writers can never both take the same ``seq``.
-    """
-    root = store(path)
-    target = root.child(BATCHES, f"{record['seq']:08d}.json")
-    data = orjson.dumps({**record, SIGNAL_LINKS: True}, option=orjson.OPT_INDENT_2)
-    if not root.remote:
-        target.write_bytes(data)
-    elif not target.create_exclusive(data):
-        raise DatasetError(
-            hint(
-                f"batch {record['seq']} of {str(root)!r} was committed by another writer.",
-                "run the ingest again: sources already committed are skipped.",
-            )
-        )
-
-
-def remove_orphans(path: str | Path | Store, records: list[dict[str, Any]]) -> int:
-    """Delete parts no committed record lists (left by a crash); count them.
-
-    A Spark ingest stages its parts under ``_staging/`` before its commit;
-    what a killed job left there is removed (and counted) too.
-    """
-    root = store(path)
-    listed = {f for r in records for files in r["files"].values() for f in files}
-    staging = root.child(STAGING)
-    removed = 0
-    if staging.is_dir():
-        removed += sum(1 for _ in staging.files())
-        staging.delete_tree()
-    for table in S.TABLES:
-        for name in root.child(table).names():  # none for a table added since
-            rel = f"{table}/{name}"
-            if name.endswith(".tmp") or rel not in listed:
-                root.child(table, name).delete()
-                removed += 1
-    return removed
-
-
 @dataclass
 class Dataset:
     """The tables of a dataset as LazyFrames, current run versions only.
@@ -312,7 +247,9 @@ class Dataset:
     Attributes ``runs``, ``attempts``, ``signals``, ``rules``, ``artifacts``,
     ``findings``, ``quarantine`` and ``events`` (late events, every stored
     one; see :func:`~ocp_analytics.ingest_events`); ``manifest`` is an eager
-    DataFrame of ingested run sources. Index it like a mapping: ``ds["runs"]``.
+    DataFrame of ingested run sources; ``snapshot`` the ``seq`` of the last
+    commit read (``None``: no commit yet), the snapshot that reads the same
+    rows again. Index it like a mapping: ``ds["runs"]``.
     """
 
     path: Store
@@ -323,6 +260,7 @@ class Dataset:
     scans: dict[str, pl.LazyFrame] = field(default_factory=dict)
     # seq of every batch with signals -> whether its signals carry the attempt link
     signal_links: dict[int, bool] = field(default_factory=dict)
+    snapshot: int | None = None
 
     def __getitem__(self, name: str) -> pl.LazyFrame:
         return self.frames[name]
@@ -350,16 +288,23 @@ def _scan(root: Store, files: list[str], table: str) -> pl.LazyFrame:
     )
 
 
-def table_files(root: Store, records: list[dict[str, Any]], table: str) -> list[str]:
-    """The committed part files of a table, relative to the dataset root."""
-    return [f for r in records for f in r["files"].get(table, [])]
-
-
-def scan_dataset(path: str | Path | Store) -> Dataset:
+def scan_dataset(path: str | Path | Store, *, snapshot: Snapshot = None) -> Dataset:
     """Scan a dataset: one LazyFrame per table, holding each run's current version.
 
     A run id ingested again with new content replaces its older version for
     every table; ``quarantine`` holds every quarantined document.
+
+    Parameters
+    ----------
+    path
+        The dataset: a local path, an ``s3://`` or ``abfss://`` URI, or a
+        :class:`~ocp_analytics.store.storage.Store`.
+    snapshot
+        The dataset as a commit left it: its ``seq`` (``ocp-analytics log``),
+        or an instant (the last commit at or before it); late events and
+        run versions committed after it are not read. ``None``: the latest.
+        A snapshot no commit matches raises
+        :class:`~ocp_analytics.exceptions.DatasetError`.
 
     Examples
     --------
@@ -368,9 +313,13 @@ def scan_dataset(path: str | Path | Store) -> Dataset:
     >>> _ = oa.ingest(["tests/data/examples/v0.3/solo.ocp.json"], out)
     >>> oa.scan_dataset(out).runs.select("run_id", "n_attempts").collect().rows()
     [('run_ex_solo', 1)]
+    >>> _ = oa.ingest(["tests/data/examples/v0.3/swarm.ocp.json"], out)
+    >>> ds = oa.scan_dataset(out, snapshot=1)
+    >>> ds.snapshot, ds.runs.select("run_id").collect().height
+    (1, 1)
     """
     root = open_existing(path)
-    records = read_commits(root)
+    records = read_commits(root, snapshot)
     scans = {t: _scan(root, table_files(root, records, t), t) for t in S.TABLES}
     frames = dict(scans)
     if any(r.get("superseding", 0) for r in records):
@@ -378,35 +327,8 @@ def scan_dataset(path: str | Path | Store) -> Dataset:
         for t in S.RUN_TABLES:
             frames[t] = scans[t].join(current, on="doc_id", how="semi")
     links = {r["seq"]: bool(r.get(SIGNAL_LINKS)) for r in records if r["files"].get("signals")}
-    return Dataset(root, frames, manifest_frame(records), scans, links)
-
-
-_MANIFEST_SCHEMA = {
-    "batch_id": pl.String,
-    "seq": pl.Int64,
-    "committed_at": pl.String,
-    "path": pl.String,
-    "resolved": pl.String,
-    "size": pl.Int64,
-    "sha256": pl.String,
-    "documents": pl.Int64,
-    "runs_new": pl.Int64,
-    "runs_replaced": pl.Int64,
-    "runs_unchanged": pl.Int64,
-    "runs_outranked": pl.Int64,
-    "quarantined": pl.Int64,
-    "findings": pl.Int64,
-}
-
-
-def manifest_frame(records: list[dict[str, Any]]) -> pl.DataFrame:
-    """One row per ingested source: path, size, hash, batch and counts."""
-    rows = [
-        {"batch_id": r["batch_id"], "seq": r["seq"], "committed_at": r["committed_at"], **s}
-        for r in records
-        for s in r["sources"]
-    ]
-    return pl.DataFrame(rows, schema=_MANIFEST_SCHEMA)
+    last = max((r["seq"] for r in records), default=None)
+    return Dataset(root, frames, manifest_frame(records), scans, links, last)
 
 
 # --- writing a batch, and the index of runs already written ---------------------------

@@ -22,6 +22,7 @@ from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -30,15 +31,24 @@ import pyarrow.parquet as pq
 from polars.exceptions import ComputeError, PanicException
 
 from ocp_analytics import schemas as S
-from ocp_analytics.exceptions import DatasetError
-from ocp_analytics.store.dataset import BATCHES, open_existing, record_names
+from ocp_analytics.exceptions import DatasetError, OcpAnalyticsError
+from ocp_analytics.store.commits import BATCHES, record_names
+from ocp_analytics.store.dataset import open_existing
 from ocp_analytics.store.manifest import PartEntry, record_entries
-from ocp_analytics.store.storage import Store
+from ocp_analytics.store.storage import Store, store
 
 if TYPE_CHECKING:
     from ocp_analytics._typing import StoreLike
 
-__all__ = ["Damage", "damaged_parts", "part_problem", "record_problems", "verify"]
+__all__ = [
+    "Checked",
+    "Damage",
+    "check",
+    "damaged_parts",
+    "part_problem",
+    "record_problems",
+    "verify",
+]
 
 _BLOCK = 1 << 20  # bytes hashed at a time: memory stays flat whatever a part's size
 _WORKERS = 4  # parts checked at once (hashing releases the GIL; remote reads wait)
@@ -72,6 +82,33 @@ class Damage:
         return f"{self.file}: {self.problem}" + (f" ({', '.join(origin)})" if origin else "")
 
 
+@dataclass(frozen=True)
+class Checked:
+    """What :func:`check` read, and the damage it found.
+
+    ``parts``, ``bytes`` and ``rows`` count the listed parts, the bytes of
+    those found and the rows their footers hold.
+    """
+
+    damages: list[Damage]
+    records: int
+    parts: int
+    bytes: int
+    rows: int
+    checksums: bool
+
+    def __str__(self) -> str:
+        what = "sizes, SHA-256, footers and rows" if self.checksums else "sizes, footers and rows"
+        return (
+            f"{_count(self.records, 'commit record')}, {_count(self.parts, 'part')} "
+            f"({self.bytes:,} bytes, {_count(self.rows, 'row')}) checked: {what}"
+        )
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n:,} {what}" + ("" if n == 1 else "s")
+
+
 def verify(dataset: StoreLike, *, checksums: bool = True) -> list[Damage]:
     """Check every commit record and every part it lists; one :class:`Damage` per damaged file.
 
@@ -100,21 +137,36 @@ def verify(dataset: StoreLike, *, checksums: bool = True) -> list[Damage]:
     >>> [d.problem for d in verify(out)]
     ['100 bytes, the manifest says 3648']
     """
+    return check(dataset, checksums=checksums).damages
+
+
+def check(dataset: StoreLike, *, checksums: bool = True) -> Checked:
+    """:func:`verify`, with what was read: records, parts, their bytes and rows.
+
+    Examples
+    --------
+    >>> import ocp_analytics as oa, tempfile
+    >>> out = tempfile.mkdtemp() + "/ds"
+    >>> _ = oa.ingest(["tests/data/examples/v0.3/solo.ocp.json"], out)
+    >>> print(check(out))
+    1 commit record, 5 parts (16,653 bytes, 6 rows) checked: sizes, SHA-256, footers and rows
+    """
     root = open_existing(dataset)
     damages: list[Damage] = []
     checks: list[tuple[PartEntry, Damage]] = []  # each part, with its damage but the problem
+    records = 0
     for name, record, problems in _records(root):
+        records += record is not None
         blame = _blame(record, f"{BATCHES}/{name}", name)
         if problems:
             damages.append(_with(blame, "; ".join(problems)))
         if isinstance(record, dict):
             checks += [(e, _with(blame, "", e)) for e in record_entries(record)]
     with ThreadPoolExecutor(_WORKERS) as pool:
-        found = pool.map(
-            lambda e: part_problem(root, e, checksum=checksums), [e for e, _ in checks]
-        )
-        damages += [_with(d, p) for (_, d), p in zip(checks, found, strict=True) if p]
-    return damages
+        found = list(pool.map(lambda e: _inspect(root, e, checksums), [e for e, _ in checks]))
+    damages += [_with(d, p) for (_, d), (p, _, _) in zip(checks, found, strict=True) if p]
+    size, rows = sum(f[1] for f in found), sum(f[2] for f in found)
+    return Checked(damages, records, len(checks), size, rows, checksums)
 
 
 def _records(root: Store) -> Iterator[tuple[str, Any, list[str]]]:
@@ -285,21 +337,27 @@ def part_problem(root: Store, entry: PartEntry, *, checksum: bool = True) -> str
     >>> part_problem(root, PartEntry("runs/a.parquet", "runs", size=11))  # doctest: +ELLIPSIS
     'unreadable Parquet footer (Parquet magic bytes not found in footer...)'
     """
+    return _inspect(root, entry, checksum)[0]
+
+
+def _inspect(root: Store, entry: PartEntry, checksum: bool) -> tuple[str | None, int, int]:
+    """:func:`part_problem`, with the part's bytes and rows (0 where not read)."""
     target = root.child(entry.file)
     if not target.is_file():
-        return "missing"
-    if entry.size is not None and (size := target.size()) != entry.size:
-        return f"{size} bytes, the manifest says {entry.size}"
+        return "missing", 0, 0
+    size = target.size()
+    if entry.size is not None and size != entry.size:
+        return f"{size} bytes, the manifest says {entry.size}", size, 0
     if checksum and entry.sha256 is not None and _sha256(target) != entry.sha256:
-        return "its bytes differ from the manifest's SHA-256 (flipped or replaced)"
+        return "its bytes differ from the manifest's SHA-256 (flipped or replaced)", size, 0
     try:
         with target.open() as f:
             rows = pq.read_metadata(f).num_rows
     except (OSError, pa.ArrowException) as exc:
-        return f"unreadable Parquet footer ({_first_line(exc)})"
+        return f"unreadable Parquet footer ({_first_line(exc)})", size, 0
     if entry.rows is not None and rows != entry.rows:
-        return f"{rows} rows, the manifest says {entry.rows}"
-    return None
+        return f"{rows} rows, the manifest says {entry.rows}", size, rows
+    return None, size, rows
 
 
 def _sha256(target: Store) -> str:
@@ -325,12 +383,18 @@ def damaged_parts(dataset: StoreLike) -> Iterator[None]:
     Around code that reads the dataset (``with damaged_parts(path): frame.collect()``):
     on an error a damaged part may cause (polars' ``ComputeError`` and
     ``PanicException``, pyarrow's ``ArrowInvalid`` and ``OSError``, DuckDB's
-    errors), the dataset's parts are checked (sizes and footers, then
-    checksums) and the first damaged one is named, with a hint to run
-    ``ocp-analytics verify``. An error no damage explains is raised as it
-    was, unless its message is a Parquet decoding error's (a part of a record
-    written before the manifest, whose bytes cannot be checked): that becomes
-    a one-line ``DatasetError`` too. The original error is the new one's cause.
+    input and I/O errors, or an error of the package caused by one of these),
+    the dataset's parts are checked (sizes and footers; then checksums, when
+    the error is a panic or a Parquet decoding error's) and the first
+    damaged one is named, with a hint to run ``ocp-analytics verify``. An
+    error no damage explains is raised as it was, unless its message is a
+    Parquet decoding error's (a part of a record written before the
+    manifest, whose bytes cannot be checked): that becomes a one-line
+    ``DatasetError`` too. The original error is the new one's cause.
+
+    Errors that cannot come from a part are let through unchecked: a broken
+    pipe, an ``OSError`` naming a file outside the dataset (an ``--out``
+    file), a DuckDB parser or catalog error (a query's own mistake).
 
     Examples
     --------
@@ -347,25 +411,41 @@ def damaged_parts(dataset: StoreLike) -> Iterator[None]:
     try:
         yield
     except BaseException as exc:
-        if not _may_be_damage(exc):
+        read = exc.__cause__ if isinstance(exc, OcpAnalyticsError) else exc
+        if read is None or not _may_be_damage(read, dataset):
             raise
-        explained = _explain(dataset, exc)
+        explained = _explain(dataset, read)
         if explained is None:
             raise
         raise explained from exc
 
 
-def _may_be_damage(exc: BaseException) -> bool:
-    duckdb = sys.modules.get("duckdb")  # never imported here: only a reader that uses it
+def _may_be_damage(exc: BaseException, dataset: StoreLike) -> bool:
+    if isinstance(exc, BrokenPipeError | DatasetError):
+        return False
+    if isinstance(exc, OSError) and exc.filename is not None:
+        return _inside(str(exc.filename), dataset)
     kinds: tuple[type[BaseException], ...] = (
         ComputeError,
         PanicException,
         pa.ArrowException,
         OSError,
     )
+    duckdb = sys.modules.get("duckdb")  # never imported here: only a reader that uses it
     if duckdb is not None:
-        kinds += (duckdb.Error,)
+        kinds += (duckdb.InvalidInputException, duckdb.IOException, duckdb.InternalException)
     return isinstance(exc, kinds)
+
+
+def _inside(filename: str, dataset: StoreLike) -> bool:
+    """Whether ``filename`` may be a file of ``dataset`` (always, in an object store)."""
+    try:
+        root = store(dataset)
+    except Exception:  # not a place a store can name: nothing to compare with
+        return False
+    if root.remote:
+        return True
+    return Path(filename).resolve().is_relative_to(Path(root.path).resolve())
 
 
 # Words of the messages of a Parquet read failing on damaged bytes (polars, pyarrow, DuckDB).
@@ -374,9 +454,14 @@ _PARQUET_WORDS = ("out of specification", "thrift", "zstd", "magic bytes", "deco
 
 def _explain(dataset: StoreLike, exc: BaseException) -> DatasetError | None:
     """The one-line error naming the damaged part behind ``exc``; ``None`` when there is none."""
+    text = _first_line(exc)
+    decoding = any(w in text.lower() for w in (*_PARQUET_WORDS, "parquet"))
+    # every byte is hashed only for an error that reading damaged bytes explains:
+    # an unrelated error must not cost a read of the whole dataset
+    hash_all = decoding or isinstance(exc, PanicException | pa.ArrowException) or _duck(exc)
     try:
         root = open_existing(dataset)
-        damages = _first_damages(root)
+        damages = verify(root, checksums=False) or (verify(root) if hash_all else [])
     except Exception:  # the check failed too: the read's own error is all there is to say
         root, damages = None, []
     where = str(root if root is not None else dataset)
@@ -385,12 +470,11 @@ def _explain(dataset: StoreLike, exc: BaseException) -> DatasetError | None:
         what = "part" if damages[0].table else "commit record"
         more = f" (and {len(damages) - 1} more damaged)" if len(damages) > 1 else ""
         return DatasetError(f"{where}: damaged {what} {damages[0]}{more}. {hint}")
-    text = _first_line(exc)
     if any(w in text.lower() for w in _PARQUET_WORDS):  # damage the manifest cannot place
         return DatasetError(f"{where}: a part could not be read ({text}). {hint}")
     return None
 
 
-def _first_damages(root: Store) -> list[Damage]:
-    """The damaged parts found by sizes and footers, else by checksums."""
-    return verify(root, checksums=False) or verify(root)
+def _duck(exc: BaseException) -> bool:
+    duckdb = sys.modules.get("duckdb")
+    return duckdb is not None and isinstance(exc, duckdb.Error)
