@@ -252,7 +252,7 @@ def package_accept(a: argparse.Namespace) -> dict[str, int]:
 def package_rates(a: argparse.Namespace) -> dict[str, int]:
     import ocp_analytics as oa
 
-    frame = oa.rates(dataset_path(a.work), [a.rules], by="label.team", as_of=a.as_of).collect()
+    frame = oa.rates(dataset_path(a.work), [a.rules], by="label.team", as_of=a.as_of)
     return {"rows": frame.height}
 
 

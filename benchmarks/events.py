@@ -150,11 +150,11 @@ def _figure(name: str, ds: Path, rules: Path) -> int:
         out.unlink()
         return rows
     if name == "rates_team_20":
-        return oa.rates(ds, [rules], by=["label.team"], as_of=AS_OF).collect().height
+        return oa.rates(ds, [rules], by=["label.team"], as_of=AS_OF).height
     if name == "unmatched":
         return oa.unmatched_events(ds).collect().height
     if name == "late_only":
-        return oa.acceptance(ds, as_of=AS_OF, late_only=True).collect().height
+        return oa.acceptance(ds, as_of=AS_OF, late_only=True).height
     if name == "ingest_events":
         return oa.ingest_events(ds.parent / "events.ndjson", ds).events_new
     raise SystemExit(f"unknown figure {name}")

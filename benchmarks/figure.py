@@ -73,7 +73,7 @@ def accept(data: Path, work: Path, rules: Path | None) -> int:
 def rates(data: Path, work: Path, rules: Path | None) -> int:
     import ocp_analytics as oa
 
-    return oa.rates(work / "ds", _alt(rules), by=["label.team"], as_of=AS_OF).collect().height
+    return oa.rates(work / "ds", _alt(rules), by=["label.team"], as_of=AS_OF).height
 
 
 def report(data: Path, work: Path, rules: Path | None) -> int:

@@ -38,7 +38,7 @@ def _side(name: str, ds: Path, rules: Path, label: str, out: Path) -> int:
     import ocp_analytics as oa
 
     if name == "engine":
-        frame = oa.rates(ds, [rules], by=f"label.{label}", as_of=AS_OF).collect()
+        frame = oa.rates(ds, [rules], by=f"label.{label}", as_of=AS_OF)
         frame = frame.rename({f"label.{label}": "label_value"})
     else:
         from ocp_analytics.sql import connect, sql_files

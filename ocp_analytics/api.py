@@ -24,12 +24,16 @@ from ocp_analytics._typing import DatasetLike, Period, RulesLike, Tier, When
 from ocp_analytics.engine.acceptance import CODED, OUTPUT_SCHEMA, enum_words, turned_by_late_event
 from ocp_analytics.engine.evaluate import SLICE_RUNS, Sink, run
 from ocp_analytics.engine.flips import FlipPartials
+from ocp_analytics.engine.known import KnownNames
 from ocp_analytics.engine.rates import (
     LABEL_PREFIX,
+    MATRIX_CELL,
+    By,
     RatePartials,
     check_tier,
     compare_matrix,
     group_exprs,
+    group_names,
 )
 from ocp_analytics.engine.timeaxis import check_period, period_start, resolve_as_of, resolve_window
 from ocp_analytics.exceptions import OcpAnalyticsError, hint
@@ -42,7 +46,7 @@ __all__ = ["acceptance", "attempts_distribution", "compare", "rates", "write_acc
 
 @dataclass(frozen=True)
 class _Scope:
-    """What a call evaluates, its arguments read: rules, instant, window and slicing."""
+    """What a call evaluates, its arguments read: rules, instant, window, filters, slicing."""
 
     rules: list[Rule]
     as_of: datetime
@@ -50,6 +54,7 @@ class _Scope:
     until: datetime | None
     recorded: bool
     slice_runs: int = SLICE_RUNS
+    where: tuple[str, ...] = ()
 
     @classmethod
     def read(
@@ -60,9 +65,12 @@ class _Scope:
         until: When,
         recorded: bool,
         slice_runs: int = SLICE_RUNS,
+        where: Sequence[str] = (),
     ) -> _Scope:
         when = resolve_as_of(as_of)
-        return cls(rules, when, *resolve_window(since, until, when), recorded, slice_runs)
+        window = resolve_window(since, until, when)
+        filters = (where,) if isinstance(where, str) else tuple(where)
+        return cls(rules, when, *window, recorded, slice_runs, filters)
 
     def run(
         self,
@@ -70,8 +78,14 @@ class _Scope:
         sinks: Sequence[Sink],
         carry: Callable[[pl.Schema], Sequence[pl.Expr]] | None = None,
         progress: Callable[[int, int], None] | None = None,
+        stacklevel: int = 3,
     ) -> None:
-        """The evaluation loop over ``dataset``, its decisions handed to ``sinks``."""
+        """The evaluation loop over ``dataset``, its decisions handed to ``sinks``.
+
+        Then a warning (at ``stacklevel``: the public function's caller) for
+        each verdict or score a rule names that no run kept carries.
+        """
+        known = KnownNames(self.rules)
         run(
             dataset,
             self.rules,
@@ -83,7 +97,11 @@ class _Scope:
             carry=carry,
             slice_runs=self.slice_runs,
             progress=progress,
+            where=self.where,
+            known=known,
         )
+        for message in known.messages():
+            warnings.warn(message, UserWarning, stacklevel=stacklevel)
 
 
 # --- acceptance rows: kept in memory, or written to one Parquet file ------------------
@@ -207,7 +225,8 @@ def acceptance(
     since: When = None,
     until: When = None,
     late_only: bool = False,
-) -> pl.LazyFrame:
+    where: Sequence[str] = (),
+) -> pl.DataFrame:
     """Acceptance of every run, under its recorded rule and alternative rules.
 
     Parameters
@@ -220,24 +239,38 @@ def acceptance(
         (``"tests+review"``, ``"runtime_s<=3600"``), a rules file path, or a
         list of these.
     as_of
-        The instant events are judged at (now, UTC, by default). Written into
-        every row as the ``as_of`` column.
+        The instant of knowledge (now, UTC, by default): a signal observed
+        after it is not yet known and takes no part (docs/figures.md,
+        "as_of"). Written into every row as the ``as_of`` column.
     recorded
         Include each run's own rule (``rule = "recorded"``).
     since, until
         Only runs whose time (``ended_at``, else ``started_at``) falls in
         ``[since, until)``: instants, or durations before ``as_of`` (``7d``).
+        A window with ``since`` and no ``until`` ends at ``as_of``
+        (docs/time.md).
     late_only
         Keep only the rows a counted excluded event turned to ``rejected``
         (see :func:`~ocp_analytics.engine.acceptance.turned_by_late_event`).
+    where
+        Only runs meeting every filter ``label.KEY=VALUE`` or
+        ``COLUMN=VALUE`` (a ``runs`` column, compared as text), applied
+        where the window is.
+
+    Warns
+    -----
+    UserWarning
+        For each verdict or score a rule names that no run kept carries,
+        with the closest names that some run does carry (a typo would
+        otherwise read as a believable 0 %).
 
     Returns
     -------
-    polars.LazyFrame
+    polars.DataFrame
         One row per (run, rule): ``run_id, rule, outcome, reasons, tier, q,
         accepted_attempt, attempts_to_acceptance, accepted_attempt_n,
-        accepted_round, window_open, as_of``. The evaluation runs when this
-        is called (a slice of runs at a time); the rows are held in memory,
+        accepted_round, window_open, as_of``. The evaluation runs a slice of
+        runs at a time; the rows are held in memory,
         so for very large datasets write them with :func:`write_acceptance`.
 
     Examples
@@ -245,16 +278,16 @@ def acceptance(
     >>> import ocp_analytics as oa, tempfile
     >>> ds = tempfile.mkdtemp() + "/ds"
     >>> _ = oa.ingest("tests/data/examples/v0.3/full-fields.ocp.json", ds)
-    >>> row = oa.acceptance(ds, as_of="2027-01-01T00:00:00Z").collect().row(0, named=True)
+    >>> row = oa.acceptance(ds, as_of="2027-01-01T00:00:00Z").row(0, named=True)
     >>> row["outcome"], row["tier"], row["accepted_attempt"], row["attempts_to_acceptance"]
     ('accepted', 'reported', 'review.a2', 4)
     """
-    scope = _Scope.read(resolve_rules(rules), as_of, since, until, recorded)
+    scope = _Scope.read(resolve_rules(rules), as_of, since, until, recorded, where=where)
     sink = _Collect(turned_by_late_event() if late_only else None)
     scope.run(dataset, [sink])
     if not sink.frames:
-        return pl.LazyFrame(schema=OUTPUT_SCHEMA)
-    return pl.concat(sink.frames).lazy()
+        return pl.DataFrame(schema=OUTPUT_SCHEMA)
+    return pl.concat(sink.frames)
 
 
 def write_acceptance(
@@ -269,6 +302,7 @@ def write_acceptance(
     late_only: bool = False,
     slice_runs: int = SLICE_RUNS,
     progress: Callable[[int, int], None] | None = None,
+    where: Sequence[str] = (),
 ) -> int:
     """Write acceptance rows to one Parquet file, a slice of runs at a time.
 
@@ -283,7 +317,7 @@ def write_acceptance(
 
     Parameters
     ----------
-    dataset, rules, as_of, recorded, since, until, late_only
+    dataset, rules, as_of, recorded, since, until, late_only, where
         As for :func:`acceptance`.
     out
         The Parquet file to write.
@@ -305,7 +339,7 @@ def write_acceptance(
     >>> oa.write_acceptance(tmp + "/ds", tmp + "/acc.parquet", "tests", as_of="2027-01-01")
     14
     """
-    scope = _Scope.read(resolve_rules(rules), as_of, since, until, recorded, slice_runs)
+    scope = _Scope.read(resolve_rules(rules), as_of, since, until, recorded, slice_runs, where)
     target = Path(out)
     if not target.parent.is_dir():
         raise OcpAnalyticsError(
@@ -327,9 +361,9 @@ def write_acceptance(
 # --- rates, attempts and comparisons: partials summed over the slices -----------------
 
 
-def _groups(by: Sequence[str] | str, period: Period | None) -> tuple[list[str], list[str]]:
+def _groups(by: By, period: Period | None) -> tuple[list[str], list[str]]:
     """Output names of the group columns (``period`` first) and their carried names."""
-    cols = [by] if isinstance(by, str) else list(by)
+    cols = group_names(by)
     names = (["period"] if period else []) + cols
     if len(set(names)) != len(names):
         raise OcpAnalyticsError(hint(f"a group is named twice in {names}.", "name each once."))
@@ -337,7 +371,7 @@ def _groups(by: Sequence[str] | str, period: Period | None) -> tuple[list[str], 
 
 
 def _carry(
-    by: Sequence[str] | str, period: str | None
+    by: By, period: str | None
 ) -> tuple[list[str], list[str], Callable[[pl.Schema], list[pl.Expr]]]:
     """Group names, their carried names, and the expressions carrying them (over ``runs``)."""
     checked = check_period(period)
@@ -380,7 +414,7 @@ def _empty(keys: Sequence[str], dtypes: Mapping[str, pl.DataType] | None = None)
 def _rate_partials(
     dataset: DatasetLike,
     scope: _Scope,
-    by: Sequence[str] | str,
+    by: By,
     period: str | None = None,
     min_tier: str | None = None,
     flips: FlipPartials | None = None,
@@ -394,7 +428,7 @@ def _rate_partials(
         doc = [pl.col("doc_id").alias(flips.doc)] if flips is not None else []
         return [*carry(schema), *doc]
 
-    scope.run(dataset, [sink] if flips is None else [sink, flips], carry_all)
+    scope.run(dataset, [sink] if flips is None else [sink, flips], carry_all, stacklevel=4)
     return sink, names, keys
 
 
@@ -407,7 +441,7 @@ def rates(
     dataset: DatasetLike,
     rules: RulesLike = None,
     *,
-    by: Sequence[str] | str = (),
+    by: By = (),
     min_tier: Tier | None = None,
     as_of: When = None,
     recorded: bool = True,
@@ -415,15 +449,19 @@ def rates(
     until: When = None,
     period: Period | None = None,
     slice_runs: int = SLICE_RUNS,
-) -> pl.LazyFrame:
-    """Acceptance rates per group and rule (SEMANTICS §10), optionally per period.
+    where: Sequence[str] = (),
+) -> pl.DataFrame:
+    """Acceptance rates per group and rule, optionally per period.
+
+    What each column means: docs/figures.md, "Per group: rates".
 
     Parameters
     ----------
-    dataset, rules, as_of, recorded, since, until
+    dataset, rules, as_of, recorded, since, until, where
         As for :func:`acceptance`.
     by
-        Group columns: any ``runs`` column, or ``label.KEY`` for a label.
+        Group columns: any ``runs`` column, or ``label.KEY`` for a label
+        (also as an expression: ``oa.label("team")``).
     min_tier
         Count an outcome as decided only when its tier is at least this strong
         (``verified``, ``reported``, ``heuristic``, ``asserted``).
@@ -435,7 +473,7 @@ def rates(
 
     Returns
     -------
-    polars.LazyFrame
+    polars.DataFrame
         ``[period], *by, rule, runs, accepted, rejected, unknown, accept_rate,
         ci_low, ci_high, decided_share, attempts_mean, attempts_median,
         first_attempt_share, first_node_attempt_share, provisional,
@@ -447,33 +485,46 @@ def rates(
     >>> import ocp_analytics as oa, tempfile
     >>> ds = tempfile.mkdtemp() + "/ds"
     >>> _ = oa.ingest("tests/data/examples/v0.3", ds)
-    >>> r = oa.rates(ds, "tests+review", as_of="2027-01-01T00:00:00Z").collect()
+    >>> r = oa.rates(ds, "tests+review", as_of="2027-01-01T00:00:00Z")
     >>> r.select("rule", "runs", "accepted", "unknown").rows()
     [('recorded', 7, 7, 0), ('tests+review', 7, 4, 3)]
+    >>> t = oa.rates(ds, by=oa.label("example"), as_of="2027-01-01T00:00:00Z")
+    >>> t.filter(rule="recorded").select("label.example", "runs").rows()
+    [('full-fields', 1), (None, 6)]
+    >>> oa.rates(ds, where=["label.example=full-fields"], as_of="2027-01-01")["runs"].item()
+    1
     """
-    scope = _Scope.read(resolve_rules(rules), as_of, since, until, recorded, slice_runs)
+    scope = _Scope.read(resolve_rules(rules), as_of, since, until, recorded, slice_runs, where)
     sink, names, keys = _rate_partials(dataset, scope, by, period, min_tier)
     out = _named_rates(sink, keys, names)
     _warn_missing_labels(out, names)
-    return out.lazy()
+    return out
 
 
 def attempts_distribution(
     dataset: DatasetLike,
     rules: RulesLike = None,
     *,
-    by: Sequence[str] | str = (),
+    by: By = (),
     as_of: When = None,
     recorded: bool = True,
     since: When = None,
     until: When = None,
     slice_runs: int = SLICE_RUNS,
-) -> pl.LazyFrame:
+    where: Sequence[str] = (),
+) -> pl.DataFrame:
     """Accepted runs by the attempt at which they were accepted, per group and rule.
+
+    Parameters
+    ----------
+    dataset, rules, as_of, recorded, since, until, where
+        As for :func:`acceptance`.
+    by, slice_runs
+        As for :func:`rates`.
 
     Returns
     -------
-    polars.LazyFrame
+    polars.DataFrame
         ``*by, rule, attempts_to_acceptance, accepted, share,
         cumulative_share``: ``share`` of the accepted runs (whose attempt is
         known) accepted at exactly that attempt, ``cumulative_share`` at or
@@ -484,36 +535,41 @@ def attempts_distribution(
     >>> import ocp_analytics as oa, tempfile
     >>> ds = tempfile.mkdtemp() + "/ds"
     >>> _ = oa.ingest("tests/data/examples/v0.3/full-fields.ocp.json", ds)
-    >>> d = oa.attempts_distribution(ds, recorded=True, as_of="2027-01-01").collect()
+    >>> d = oa.attempts_distribution(ds, recorded=True, as_of="2027-01-01")
     >>> d.select("rule", "attempts_to_acceptance", "share").rows()
     [('recorded', 4, 1.0)]
     """
-    scope = _Scope.read(resolve_rules(rules), as_of, since, until, recorded, slice_runs)
+    scope = _Scope.read(resolve_rules(rules), as_of, since, until, recorded, slice_runs, where)
     sink, names, keys = _rate_partials(dataset, scope, by)
-    return sink.distribution(_empty(keys)).rename(dict(zip(keys, names, strict=True)))
+    named = sink.distribution(_empty(keys)).rename(dict(zip(keys, names, strict=True)))
+    return named.collect()
 
 
 def compare_arguments(
-    rules: RulesLike, by: Sequence[str] | str, sample: int, recorded: bool
+    rules: RulesLike, by: By, sample: int, recorded: bool
 ) -> tuple[list[Rule], list[str], list[str]]:
     """Read ``compare``'s arguments (for every executor): rules, rule names, group names."""
     if sample < 0:
         raise OcpAnalyticsError(hint(f"sample must be 0 or more, not {sample}.", "use 5."))
     alt = resolve_rules(rules)
     names = ([RECORDED] if recorded else []) + [r.name for r in alt]
-    cols = [by] if isinstance(by, str) else list(by)
+    cols = group_names(by)
     _check_compare_names(names, cols)
     return alt, names, cols
 
 
 def _check_compare_names(names: list[str], groups: Sequence[str]) -> None:
-    columns = {*groups, *(f"{n}__low" for n in names), *(f"{n}__high" for n in names)}
+    columns = {
+        *groups,
+        *(f"{n}{suffix}" for n in names for suffix in MATRIX_CELL.values() if suffix),
+    }
     clash = sorted(n for n in names if n in columns)
     if clash:
         raise OcpAnalyticsError(
             hint(
                 f"rule name {clash[0]!r} collides with a column of the comparison "
-                "(a group, or another rule's __low/__high bound).",
+                "(a group, or another rule's __low, __high, __runs, __decided or "
+                "__accepted column).",
                 "rename the rule.",
             )
         )
@@ -523,19 +579,20 @@ def compare(
     dataset: DatasetLike,
     rules: RulesLike,
     *,
-    by: Sequence[str] | str = (),
+    by: By = (),
     as_of: When = None,
     sample: int = 5,
     recorded: bool = True,
     since: When = None,
     until: When = None,
     slice_runs: int = SLICE_RUNS,
-) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    where: Sequence[str] = (),
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Teams' bars side by side: a rate matrix and, per rule pair, flips and a paired test.
 
     Parameters
     ----------
-    dataset, as_of, recorded, since, until
+    dataset, as_of, recorded, since, until, where
         As for :func:`acceptance`.
     rules
         The rules to compare (each run's own rule too, with ``recorded``).
@@ -549,10 +606,12 @@ def compare(
 
     Returns
     -------
-    tuple[polars.LazyFrame, polars.LazyFrame]
+    tuple[polars.DataFrame, polars.DataFrame]
         ``(matrix, flips)``. ``matrix`` has one row per group and, per rule,
         ``<rule>``, ``<rule>__low``, ``<rule>__high`` (its accept rate and
-        Wilson bounds). ``flips`` has one row per group and ordered pair of
+        Wilson bounds), then the counts beside the rate: ``<rule>__runs``,
+        ``<rule>__decided`` (accepted or rejected) and ``<rule>__accepted``.
+        ``flips`` has one row per group and ordered pair of
         rules: ``*by, rule_a, rule_b, runs_compared, flips, a, b, c, d, n,
         difference, difference_low, difference_high, p_value, p_method,
         p_holm, sample_run_ids`` (``schemas.FLIPS``): ``flips`` counts runs
@@ -569,16 +628,18 @@ def compare(
     >>> ds = tempfile.mkdtemp() + "/ds"
     >>> _ = oa.ingest("tests/data/examples/v0.3", ds)
     >>> m, f = oa.compare(ds, ["tests", "tests+review"], as_of="2027-01-01T00:00:00Z")
-    >>> row = f.filter(rule_a="tests", rule_b="tests+review").collect().row(0, named=True)
+    >>> row = f.filter(rule_a="tests", rule_b="tests+review").row(0, named=True)
     >>> row["flips"], row["b"], row["n"], row["p_method"]
     (3, 0, 4, 'exact')
+    >>> m.select("tests+review", "tests+review__decided", "tests+review__accepted").row(0)
+    (1.0, 4, 4)
     """
     alt, names, cols = compare_arguments(rules, by, sample, recorded)
     gnames, keys = _groups(cols, None)
     flips = FlipPartials(names, sample, keys=keys)
-    scope = _Scope.read(alt, as_of, since, until, recorded, slice_runs)
+    scope = _Scope.read(alt, as_of, since, until, recorded, slice_runs, where)
     sink, _, _ = _rate_partials(dataset, scope, cols, flips=flips)
     long = _named_rates(sink, keys, gnames)
     _warn_missing_labels(long, gnames)
     named = dict(zip(keys, gnames, strict=True))
-    return compare_matrix(long, names, gnames).lazy(), flips.flips().rename(named)
+    return compare_matrix(long, names, gnames), flips.flips().rename(named).collect()

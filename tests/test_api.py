@@ -18,7 +18,7 @@ from tests.conftest import AS_OF, EXAMPLES
 def _unsliced_rates(ds: Path, rules: Path, by: list[str], min_tier: str | None) -> pl.DataFrame:
     """Rates from every acceptance row at once, groups joined on run_id."""
     frames = open_tables(ds)[0]
-    acc = oa.acceptance(frames, rules, as_of=AS_OF)
+    acc = oa.acceptance(frames, rules, as_of=AS_OF).lazy()
     if by:
         groups = group_exprs(by, frames["runs"].collect_schema())
         acc = acc.join(frames["runs"].select("run_id", *groups), on="run_id", how="left")
@@ -33,7 +33,7 @@ def test_sliced_rates_equal_one_pass(
     generated: tuple[Path, Path], by: list[str], min_tier: str | None
 ) -> None:
     ds, rules = generated
-    sliced = oa.rates(ds, rules, by=by, min_tier=min_tier, as_of=AS_OF, slice_runs=250).collect()
+    sliced = oa.rates(ds, rules, by=by, min_tier=min_tier, as_of=AS_OF, slice_runs=250)
     assert_frame_equal(sliced, _unsliced_rates(ds, rules, by, min_tier))
     assert sliced.filter(pl.col("rule") == "recorded")["runs"].sum() == 1500
 
@@ -43,11 +43,11 @@ def test_sliced_compare_equals_one_pass(generated: tuple[Path, Path]) -> None:
     matrix, flips = oa.compare(ds, rules, by="label.team", as_of=AS_OF, sample=4, slice_runs=250)
     frames = open_tables(ds)[0]
     team = group_exprs(["label.team"], frames["runs"].collect_schema())
-    acc = oa.acceptance(ds, rules, as_of=AS_OF)
+    acc = oa.acceptance(ds, rules, as_of=AS_OF).lazy()
     acc = acc.join(frames["runs"].select("run_id", *team), on="run_id", how="left")
-    assert_frame_equal(flips.collect(), flips_from(acc, 4, ["label.team"]).collect())
+    assert_frame_equal(flips, flips_from(acc, 4, ["label.team"]).collect())
     rated = _unsliced_rates(ds, rules, ["label.team"], None)
-    got = matrix.collect().unpivot(index="label.team")
+    got = matrix.unpivot(index="label.team")
     got = got.filter(~pl.col("variable").str.contains("__"))
     want = rated.select("label.team", pl.col("rule").alias("variable"), "accept_rate")
     assert_frame_equal(
@@ -61,7 +61,7 @@ def test_compare_with_a_run_id_twice_in_memory() -> None:
     doc = json.loads((EXAMPLES / "v0.3" / "solo.ocp.json").read_text())
     tables = oa.read_documents([doc, doc])
     _, flips = oa.compare(tables, ["tests"], as_of=AS_OF)
-    assert flips.collect()["runs_compared"].to_list() == [2, 2]
+    assert flips["runs_compared"].to_list() == [2, 2]
 
 
 def test_rates_by_unknown_column_says_what_to_use(generated: tuple[Path, Path]) -> None:
@@ -83,7 +83,7 @@ def test_compare_refuses_rule_names_that_collide_with_its_columns(
 
 def test_by_a_label_no_run_has_warns(examples_dataset: Path) -> None:
     with pytest.warns(UserWarning, match="no run has the label 'nosuchkey'"):
-        out = oa.rates(examples_dataset, by="label.nosuchkey", as_of=AS_OF).collect()
+        out = oa.rates(examples_dataset, by="label.nosuchkey", as_of=AS_OF)
     assert out["label.nosuchkey"].to_list() == [None]
 
 

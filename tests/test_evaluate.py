@@ -39,7 +39,7 @@ def test_sliced_acceptance_file_equals_acceptance(generated: tuple[Path, Path]) 
     rows = oa.write_acceptance(ds, out, rules, as_of=AS_OF, slice_runs=250)
     assert rows == 1500 * 7
     got = pl.read_parquet(out).sort("run_id", "rule")
-    want = oa.acceptance(ds, rules, as_of=AS_OF).collect().sort("run_id", "rule")
+    want = oa.acceptance(ds, rules, as_of=AS_OF).sort("run_id", "rule")
     assert_frame_equal(got, want)
     meta = pq.read_schema(out).metadata
     assert meta[b"ocp_analytics.as_of"] == b"2027-01-01T00:00:00+00:00"
@@ -184,10 +184,10 @@ def test_slices_of_only_superseded_runs(tmp_path: Path) -> None:
     (tmp_path / "again.ndjson").write_text("\n".join(changed) + "\n")
     assert oa.ingest(tmp_path / "again.ndjson", ds).runs_replaced == 7
     matrix, flips = oa.compare(ds, ["tests", "tests+review"], as_of=AS_OF, slice_runs=3)
-    whole = oa.acceptance(ds, ["tests", "tests+review"], as_of=AS_OF)
-    assert_frame_equal(flips.collect(), flips_from(whole, 5).collect(), check_dtypes=False)
-    assert matrix.collect().height == 1
-    rated = oa.rates(ds, "tests", as_of=AS_OF, slice_runs=3).collect()
+    whole = oa.acceptance(ds, ["tests", "tests+review"], as_of=AS_OF).lazy()
+    assert_frame_equal(flips, flips_from(whole, 5).collect(), check_dtypes=False)
+    assert matrix.height == 1
+    rated = oa.rates(ds, "tests", as_of=AS_OF, slice_runs=3)
     assert rated["runs"].to_list() == [7, 7]
     oa.write_acceptance(ds, tmp_path / "a.parquet", "tests", as_of=AS_OF, slice_runs=3)
     assert pl.read_parquet(tmp_path / "a.parquet").height == 14
@@ -208,7 +208,7 @@ def test_sliced_evaluation_matches_late_events_in_every_slice(tmp_path: Path) ->
     ds = tmp_path / "ds"
     oa.ingest(EXAMPLES, ds)
     oa.ingest_events(EXAMPLES.parent / "events" / "example-events.ndjson", ds)
-    whole = oa.acceptance(ds, "tests", as_of=AS_OF).collect().sort("run_id", "rule")
+    whole = oa.acceptance(ds, "tests", as_of=AS_OF).sort("run_id", "rule")
     out = tmp_path / "acc.parquet"
     oa.write_acceptance(ds, out, "tests", as_of=AS_OF, slice_runs=4)
     sliced = pl.read_parquet(out).sort("run_id", "rule")
@@ -217,7 +217,7 @@ def test_sliced_evaluation_matches_late_events_in_every_slice(tmp_path: Path) ->
     # late_only filters the writer's frames, whose words are dictionary-coded
     late = tmp_path / "late.parquet"
     rows = oa.write_acceptance(ds, late, "tests", as_of=AS_OF, slice_runs=4, late_only=True)
-    want = oa.acceptance(ds, "tests", as_of=AS_OF, late_only=True).collect()
+    want = oa.acceptance(ds, "tests", as_of=AS_OF, late_only=True)
     assert rows == want.height >= 1
     assert_frame_equal(pl.read_parquet(late).sort("run_id", "rule"), want.sort("run_id", "rule"))
 
@@ -278,13 +278,13 @@ def test_datasets_written_before_the_link_evaluate_the_same(
     too, and the next ingest gives the dataset's schema files today's columns.
     """
     ds, rules = generated
-    want = oa.acceptance(ds, rules, as_of=AS_OF).collect().sort("run_id", "rule")
+    want = oa.acceptance(ds, rules, as_of=AS_OF).sort("run_id", "rule")
     mixed = tmp_path / "mixed"
     shutil.copytree(ds, mixed)
     _strip_links(mixed, {1, 3})
     scans = oa.scan_dataset(mixed)
     assert scans.signals.select(pl.col("attempt_pos").null_count()).collect().item() > 0
-    got = oa.acceptance(mixed, rules, as_of=AS_OF).collect().sort("run_id", "rule")
+    got = oa.acceptance(mixed, rules, as_of=AS_OF).sort("run_id", "rule")
     assert_frame_equal(got, want)
     out = tmp_path / "acc.parquet"
     oa.write_acceptance(mixed, out, rules, as_of=AS_OF, slice_runs=250)

@@ -39,7 +39,7 @@ def ok(*args: str, input: str | None = None) -> Result:
 
 
 def rows(ds: Path | str, as_of: str, **kw: object) -> list[tuple]:
-    acc = oa.acceptance(ds, ["tests"], as_of=as_of, **kw).collect()  # type: ignore[arg-type]
+    acc = oa.acceptance(ds, ["tests"], as_of=as_of, **kw)  # type: ignore[arg-type]
     late = acc.filter(pl.col("run_id") == "run_ex_late_revert").sort("rule")
     return late.select("rule", "outcome", "reasons", "tier").rows()
 
@@ -102,7 +102,7 @@ def test_accept_late_only_lists_the_reverted_run(examples_ds: Path) -> None:
     before = json.loads(ok(*args, "--as-of", BEFORE).stdout)["rows"]
     assert before == []
     # the API, and the Parquet writer
-    assert oa.acceptance(examples_ds, as_of=AFTER, late_only=True).collect().height == 1
+    assert oa.acceptance(examples_ds, as_of=AFTER, late_only=True).height == 1
 
 
 def test_late_only_is_refused_with_the_spark_engine(examples_ds: Path) -> None:
@@ -118,8 +118,8 @@ def test_late_only_is_refused_with_the_spark_engine(examples_ds: Path) -> None:
 def test_other_examples_are_not_changed_by_events(examples_ds: Path, tmp_path: Path) -> None:
     plain = tmp_path / "plain"
     oa.ingest(EXAMPLES, plain)
-    a = oa.acceptance(plain, ["tests"], as_of=AFTER).collect().sort("run_id", "rule")
-    b = oa.acceptance(examples_ds, ["tests"], as_of=AFTER).collect().sort("run_id", "rule")
+    a = oa.acceptance(plain, ["tests"], as_of=AFTER).sort("run_id", "rule")
+    b = oa.acceptance(examples_ds, ["tests"], as_of=AFTER).sort("run_id", "rule")
     changed = a.join(b, on=["run_id", "rule"]).filter(pl.col("outcome") != pl.col("outcome_right"))
     assert changed.select("run_id", "rule").rows() == [
         ("run_ex_late_revert", "recorded"),
@@ -144,7 +144,7 @@ def test_one_commit_shared_by_two_runs_matches_both(tmp_path: Path) -> None:
     ds = tmp_path / "ds"
     oa.ingest(docs, ds)
     oa.ingest_events(EVENTS, ds)
-    acc = oa.acceptance(ds, as_of=AFTER, late_only=True).collect().sort("run_id")
+    acc = oa.acceptance(ds, as_of=AFTER, late_only=True).sort("run_id")
     assert acc.select("run_id", "outcome", "reasons").rows() == [
         ("run_ex_late_revert", "rejected", ["late:revert"]),
         ("run_ex_late_twin", "rejected", ["late:revert"]),

@@ -71,8 +71,8 @@ def test_remote_sources_and_dataset_match_local(bucket: str, sources: Path, tmp_
     with pytest.raises(SourceError, match="matches no object"):
         oa.ingest(f"{bucket}/no-such-prefix", f"{bucket}/polars.dataset")
     # the engine reads the S3 dataset directly
-    got = oa.rates(f"{bucket}/polars.dataset", "tests+review", as_of=AS_OF).collect()
-    want = oa.rates(tmp_path / "local", "tests+review", as_of=AS_OF).collect()
+    got = oa.rates(f"{bucket}/polars.dataset", "tests+review", as_of=AS_OF)
+    want = oa.rates(tmp_path / "local", "tests+review", as_of=AS_OF)
     assert got.equals(want) and got.height == 2
 
 

@@ -23,9 +23,9 @@ from typer.testing import CliRunner
 import ocp_analytics as oa
 from benchmarks.generate import write_ndjson, write_rules
 from ocp_analytics.engine.flips import format_difference, format_p
-from ocp_analytics.engine.rates import format_rate
 from ocp_analytics.exceptions import MissingExtraError
 from ocp_analytics.reporting.figures import FIGURES, TOP_FLIPS
+from ocp_analytics.reporting.numbers import rate_text
 from ocp_analytics.reporting.page import ReportFiles
 
 pytest.importorskip("altair")
@@ -85,13 +85,13 @@ def test_headline_equals_rates(fleet: tuple[Path, Path, Path]) -> None:
     ds, rules, data = fleet
     head = _data(data, "headline")
     assert head["since"].startswith("2026-10-02T00:00:00")
-    want = oa.rates(ds, [rules], as_of=AS_OF, since="60d").collect().sort("rule")
+    want = oa.rates(ds, [rules], as_of=AS_OF, since="60d").sort("rule")
     got = sorted(head["rows"], key=lambda r: r["rule"])
     _same_rows(got, want, [*RATE_COLS, "decided_share", "provisional", "tier_verified"])
     prev = oa.rates(
         ds, [rules], as_of=AS_OF, since="2026-08-03T00:00:00Z", until="2026-10-02T00:00:00Z"
     )
-    prev_df = prev.collect().sort("rule")
+    prev_df = prev.sort("rule")
     assert [r["prev_runs"] for r in got] == prev_df["runs"].to_list()
     assert [r["prev_accept_rate"] for r in got] == prev_df["accept_rate"].to_list()
 
@@ -100,7 +100,8 @@ def test_headline_rates_are_shown_in_the_page(fleet: tuple[Path, Path, Path]) ->
     _, _, data = fleet
     html = (data.parent / "out" / "report.html").read_text()
     for r in _data(data, "headline")["rows"]:
-        shown = format_rate(r["accept_rate"], r["ci_low"], r["ci_high"])
+        decided = r["accepted"] + r["rejected"]
+        shown = rate_text(r["accept_rate"], r["ci_low"], r["ci_high"], decided)
         assert f"<td>{shown}</td>" in html, shown
         assert f"<td>{r['runs']:,}</td>" in html
 
@@ -123,13 +124,13 @@ def test_trend_and_matrix_equal_rates(fleet: tuple[Path, Path, Path]) -> None:
     index = _data(data, "index")
     assert index["period"] == "day"
     trend = oa.rates(ds, [rules], by="label.team", as_of=AS_OF, since="60d", period="day")
-    want = trend.collect().sort("period", "label.team", "rule", nulls_last=True)
+    want = trend.sort("period", "label.team", "rule", nulls_last=True)
     got = sorted(
         _data(data, "rates_by_period")["rows"],
         key=lambda r: (r["period"], r["label.team"] is None, r["label.team"] or "", r["rule"]),
     )
     _same_rows(got, want, ["period", "label.team", *RATE_COLS])
-    by_team = oa.rates(ds, [rules], by="label.team", as_of=AS_OF, since="60d").collect()
+    by_team = oa.rates(ds, [rules], by="label.team", as_of=AS_OF, since="60d")
     cells = {(r["group"], r["rule"]): r for r in _data(data, "rates_by_group")["rows"]}
     assert len(cells) == by_team.height
     for r in by_team.iter_rows(named=True):
@@ -140,7 +141,7 @@ def test_trend_and_matrix_equal_rates(fleet: tuple[Path, Path, Path]) -> None:
 
 def test_attempts_and_flips_equal_the_api(fleet: tuple[Path, Path, Path]) -> None:
     ds, rules, data = fleet
-    dist = oa.attempts_distribution(ds, [rules], as_of=AS_OF, since="60d").collect()
+    dist = oa.attempts_distribution(ds, [rules], as_of=AS_OF, since="60d")
     cols = ["rule", "attempts_to_acceptance", "accepted", "share", "cumulative_share"]
     got = sorted(
         _data(data, "attempts_distribution")["rows"],
@@ -151,10 +152,10 @@ def test_attempts_and_flips_equal_the_api(fleet: tuple[Path, Path, Path]) -> Non
     # the page's flips are over every run of the window: those of compare without groups
     _, flips = oa.compare(ds, [rules], as_of=AS_OF, since="60d")
     got = sorted(_data(data, "flips")["rows"], key=lambda r: (r["rule_a"], r["rule_b"]))
-    want = flips.collect()
+    want = flips
     assert want["b"].sum() > 0 and want["p_holm"].min() < 1  # the test sees real differences
     _same_rows(got, want, want.columns)
-    m = matrix.collect().sort("label.team", nulls_last=True)
+    m = matrix.sort("label.team", nulls_last=True)
     got = sorted(
         _data(data, "compare_matrix")["rows"],
         key=lambda r: (r["label.team"] is None, r["label.team"] or ""),
@@ -347,3 +348,94 @@ def test_cli_report(small: Path, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert out.is_file() and (tmp_path / "d" / "headline.json").is_file()
     assert str(out) in result.output
+
+
+# ------------------------------------------------------------- issue 39
+
+
+EXAMPLES39 = Path(__file__).parent / "data" / "examples"
+
+
+@pytest.fixture(scope="module")
+def examples_ds(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("report39") / "ds"
+    oa.ingest(EXAMPLES39, path)
+    return path
+
+
+def test_issue39_headline_says_how_fresh_the_data_is(examples_ds: Path, tmp_path: Path) -> None:
+    files = oa.report(examples_ds, by="task_type", as_of="2027-01-01", out=tmp_path / "r.html")
+    fresh = _data(files.data_dir, "headline")["freshness"]
+    assert fresh["newest_run_end"].startswith("2026-11-30T10:00:00")
+    assert (fresh["newest_run_end_age"], fresh["newest_run_end_age_s"]) == ("31d 14h", 2728800.0)
+    assert fresh["last_ingest"] is not None and fresh["last_ingest_age_s"] > 0
+    page = files.html.read_text()
+    assert "newest run ended 2026-11-30T10:00:00Z (31d 14h before as_of); last ingest" in page
+
+
+def test_issue39_max_staleness_refuses_a_stale_page(examples_ds: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from ocp_analytics.cli import app
+
+    out = tmp_path / "r.html"
+    args = ["report", str(examples_ds), "--as-of", "2027-01-01", "-o", str(out)]
+    result = CliRunner().invoke(app, [*args, "--max-staleness", "2d"])
+    assert result.exit_code == 1
+    assert result.output.splitlines()[0] == (
+        "error: stale data: the newest run ended 31d 14h before as_of "
+        "2027-01-01T00:00:00+00:00, more than 2d; no page written."
+    )
+    assert not out.exists()
+    fresh = CliRunner().invoke(app, [*args, "--max-staleness", "32d"])
+    assert fresh.exit_code == 0 and out.exists()
+
+
+def test_issue39_heatmap_counts_and_greys_undecided_cells(
+    examples_ds: Path, tmp_path: Path
+) -> None:
+    from ocp_analytics.reporting.charts import DECIDED_FLOOR
+
+    files = oa.report(
+        examples_ds, "tests+review", by="task_type", as_of="2027-01-01", out=tmp_path / "r.html"
+    )
+    rows = _data(files.data_dir, "rates_by_group")["rows"]
+    cell = next(r for r in rows if (r["group"], r["rule"]) == ("feature", "recorded"))
+    assert (cell["runs"], cell["decided"], cell["accepted"], cell["decided_share"]) == (
+        15,
+        15,
+        15,
+        1.0,
+    )
+    assert DECIDED_FLOOR == 0.2
+    page = files.html.read_text()
+    assert "of 15 decided" in page
+    assert "fewer than 20 % of the runs were decided" in page
+
+
+def test_issue39_a_rule_naming_an_unknown_verdict_is_a_banner(
+    examples_ds: Path, tmp_path: Path
+) -> None:
+    files = oa.report(examples_ds, "tests+reveiw", as_of="2027-01-01", out=tmp_path / "r.html")
+    page = files.html.read_text()
+    assert (
+        '<p class="banner">warning: rule &#39;tests+reveiw&#39; names a verdict &#39;reveiw&#39; '
+        "that no run carries; did you mean &#39;review&#39;?</p>"
+    ) in page
+
+
+def test_issue39_a_page_never_writes_over_another_pages_data(
+    examples_ds: Path, tmp_path: Path
+) -> None:
+    first = oa.report(examples_ds, as_of="2027-01-01", out=tmp_path / "nightly.html")
+    assert first.data_dir == tmp_path / "nightly-data"
+    assert _data(first.data_dir, "index")["page"] == "nightly.html"
+    with pytest.raises(oa.OcpAnalyticsError, match=r"holds the data of the page 'nightly\.html'"):
+        oa.report(examples_ds, as_of="2027-01-01", out=tmp_path / "nightly.htm")
+    again = oa.report(examples_ds, as_of="2027-01-01", out=tmp_path / "nightly.html")
+    assert again.data_dir == first.data_dir  # the same page may rewrite its own data
+
+
+def test_issue39_rates_read_one_way_on_the_page(examples_ds: Path, tmp_path: Path) -> None:
+    files = oa.report(examples_ds, "tests+review", as_of="2027-01-01", out=tmp_path / "r.html")
+    assert "100.0 % [78.5–100.0] of 14 decided" in files.html.read_text()

@@ -41,8 +41,8 @@ def test_reingest_changes_nothing(big: tuple[Path, Path]) -> None:
 def test_sliced_rates_equal_one_slice(big: tuple[Path, Path]) -> None:
     ds, rules = big
     by = ["label.team"]
-    many = oa.rates(ds, rules, by=by, as_of=AS_OF, slice_runs=30_000).collect()
-    one = oa.rates(ds, rules, by=by, as_of=AS_OF, slice_runs=10 * N).collect()
+    many = oa.rates(ds, rules, by=by, as_of=AS_OF, slice_runs=30_000)
+    one = oa.rates(ds, rules, by=by, as_of=AS_OF, slice_runs=10 * N)
     assert_frame_equal(many, one)
     assert many.filter(pl.col("rule") == "recorded")["runs"].sum() == N
 
@@ -56,4 +56,4 @@ def test_sliced_acceptance_file_has_every_row(big: tuple[Path, Path]) -> None:
     assert counts.get_column("len").to_list() == [N] * 21
     want = oa.acceptance(ds, rules, as_of=AS_OF).filter(pl.col("rule") == "recorded")
     got = pl.scan_parquet(out).filter(pl.col("rule") == "recorded")
-    assert_frame_equal(got.sort("run_id").collect(), want.sort("run_id").collect())
+    assert_frame_equal(got.sort("run_id").collect(), want.sort("run_id"))

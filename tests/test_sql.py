@@ -149,20 +149,18 @@ def _engine_rows(case: dict, ds: Path) -> list[dict]:
     if kind == "queries/rates_by_period.sql":
         pytest.skip("held to oa.rates(period=...) by tests/test_sql_period.py")
     if kind == "views/acceptance.sql":
-        frame = oa.acceptance(ds, rules, as_of=as_of).collect().sort("run_id", "rule")
+        frame = oa.acceptance(ds, rules, as_of=as_of).sort("run_id", "rule")
     elif kind == "views/rates.sql":
-        frame = oa.rates(ds, rules, as_of=as_of).collect()
+        frame = oa.rates(ds, rules, as_of=as_of)
     elif kind == "queries/flips.sql":
         frame = flips_from(
-            oa.acceptance(ds, rules, as_of=as_of), sample=variables.get("ocp_sample", 5)
+            oa.acceptance(ds, rules, as_of=as_of).lazy(), sample=variables.get("ocp_sample", 5)
         ).collect()
     elif kind == "queries/rates_by.sql":
-        frame = oa.rates(
-            ds, rules, by=variables["ocp_by"], min_tier=min_tier, as_of=as_of
-        ).collect()
+        frame = oa.rates(ds, rules, by=variables["ocp_by"], min_tier=min_tier, as_of=as_of)
     elif kind == "queries/rates_by_label.sql":
         key = variables["ocp_label"]
-        frame = oa.rates(ds, rules, by=f"label.{key}", min_tier=min_tier, as_of=as_of).collect()
+        frame = oa.rates(ds, rules, by=f"label.{key}", min_tier=min_tier, as_of=as_of)
         frame = frame.rename({f"label.{key}": "label_value"})
         frame = frame.select(pl.lit(key).alias("label_key"), pl.all())
     else:
@@ -196,7 +194,7 @@ def test_every_query_and_the_acceptance_view_have_a_case() -> None:
 def test_views_have_engine_columns(examples_ds: Path) -> None:
     con = connect(examples_ds, as_of=AS_OF)
     types = dict(con.sql("SELECT * FROM acceptance").pl().schema)
-    engine = dict(oa.acceptance(examples_ds, as_of=AS_OF).collect().schema)
+    engine = dict(oa.acceptance(examples_ds, as_of=AS_OF).schema)
     assert types == engine
     assert list(types) == [
         "run_id",
@@ -220,10 +218,10 @@ def test_examples_match_engine(examples_ds: Path) -> None:
     rules = ["tests", "tests+review", "runtime_s<=3600"]
     con = connect(examples_ds, rules=rules, as_of=AS_OF)
     sql = con.sql("SELECT * FROM acceptance").pl().sort("run_id", "rule")
-    engine = oa.acceptance(examples_ds, rules, as_of=AS_OF).collect().sort("run_id", "rule")
+    engine = oa.acceptance(examples_ds, rules, as_of=AS_OF).sort("run_id", "rule")
     assert sql.equals(engine)
     sql_rates = con.sql("SELECT * FROM rates").pl()
-    engine_rates = oa.rates(examples_ds, rules, as_of=AS_OF).collect()
+    engine_rates = oa.rates(examples_ds, rules, as_of=AS_OF)
     assert sql_rates.rows() == engine_rates.rows()
 
 
@@ -308,7 +306,7 @@ def test_alternative_rules_inserted_in_sql(examples_ds: Path) -> None:
         score=oa.ScoreTarget("runtime_s", 3600.0, "lower"),
     )
     sql = con.sql("SELECT * FROM acceptance WHERE rule = 'tr'").pl().sort("run_id")
-    engine = oa.acceptance(examples_ds, [rule], as_of=AS_OF, recorded=False).collect()
+    engine = oa.acceptance(examples_ds, [rule], as_of=AS_OF, recorded=False)
     assert sql.equals(engine.sort("run_id"))
 
 
@@ -406,7 +404,7 @@ def test_issue39_signals_observed_after_as_of_take_no_part(tmp_path: Path, backe
 
     def rows(as_of: str) -> list[tuple]:
         if backend == "polars":
-            frame = oa.acceptance(ds, as_of=as_of).collect()
+            frame = oa.acceptance(ds, as_of=as_of)
         else:
             frame = run_query(ds, "SELECT * FROM acceptance", as_of=as_of)
         return frame.select(cols).sort("run_id").rows()
@@ -615,7 +613,7 @@ def test_duckdb_cli_agrees_with_engine(examples_ds: Path, tmp_path: Path) -> Non
         "attempts_to_acceptance FROM acceptance ORDER BY run_id",
         cwd=tmp_path,
     )
-    engine = oa.acceptance(examples_ds, as_of=AS_OF).collect().sort("run_id")
+    engine = oa.acceptance(examples_ds, as_of=AS_OF).sort("run_id")
     want = [
         [
             r["run_id"],

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -318,3 +319,36 @@ def test_sql_files_missing_raises_with_hint(
     monkeypatch.setattr(oasql, "__file__", str(tmp_path / "pkg" / "sql.py"))
     with pytest.raises(OcpAnalyticsError, match="Hint:"):
         sql_files()
+
+
+def test_issue39_wilson_takes_low_and_high_and_the_old_numbers(examples_dataset: Path) -> None:
+    con = connect(examples_dataset)
+    got = con.execute(
+        "SELECT ocp_wilson(14, 14, 'low'), ocp_wilson(14, 14, 'high'),"
+        " ocp_wilson(14, 14, -1), ocp_wilson(14, 14, 1)"
+    ).fetchone()
+    assert got is not None
+    assert [round(v, 4) for v in got] == [0.7847, 1.0, 0.7847, 1.0]
+    with pytest.raises(duckdb.Error, match="use 'low' or 'high'"):
+        con.execute("SELECT ocp_wilson(1, 2, 'lower')").fetchone()
+
+
+def test_issue39_rates_by_period_with_since_only_ends_at_as_of(
+    generated: tuple[Path, Path],
+) -> None:
+    ds, _ = generated
+    query = sql_files() / "queries" / "rates_by_period.sql"
+    as_of = "2026-09-01T00:00:00Z"
+    since = "2026-07-01T00:00:00Z"
+    open_end = oasql.run_query(
+        ds, query, as_of=as_of, variables={"ocp_period": "month", "ocp_since": since}
+    )
+    closed = oasql.run_query(
+        ds,
+        query,
+        as_of=as_of,
+        variables={"ocp_period": "month", "ocp_since": since, "ocp_until": as_of},
+    )
+    assert open_end.equals(closed)
+    assert open_end["period"].max() < datetime.fromisoformat(as_of)
+    assert open_end["runs"].sum() > 0

@@ -50,7 +50,7 @@ def assert_same_flips(sql: pl.DataFrame, engine: pl.DataFrame) -> None:
 def test_issue37_flips_query_equals_compare_on_the_examples(examples_dataset: Path) -> None:
     sql = run_query(examples_dataset, FLIPS_SQL, rules=RULES, as_of=AS_OF)
     _, flips = oa.compare(examples_dataset, RULES, as_of=AS_OF)
-    assert_same_flips(sql, flips.collect())
+    assert_same_flips(sql, flips)
 
 
 def test_issue37_flips_query_equals_compare_on_generated_runs(
@@ -59,7 +59,7 @@ def test_issue37_flips_query_equals_compare_on_generated_runs(
     ds, rules = generated
     sql = run_query(ds, FLIPS_SQL, rules=[rules], as_of=AS_OF, variables={"ocp_sample": 2})
     _, flips = oa.compare(ds, [rules], as_of=AS_OF, sample=2, slice_runs=300)
-    engine = flips.collect()
+    engine = flips
     assert set(engine["p_method"].drop_nulls()) == {"exact", "chi2-cc"}
     assert_same_flips(sql, engine)
 

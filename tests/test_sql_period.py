@@ -65,7 +65,7 @@ def test_literal_case_through_the_engine(tmp_path: Path) -> None:
         period=v["ocp_period"],
         since=v.get("ocp_since"),
         until=v.get("ocp_until"),
-    ).collect()
+    )
     _assert_same(_rows(frame), case["expected"])
 
 
@@ -97,7 +97,7 @@ def test_sql_equals_engine_on_generated_documents(
         as_of=as_of,
         variables={"ocp_period": period, "ocp_since": lo, "ocp_until": hi},
     )
-    got = engine.collect().sort("period", "rule")
+    got = engine.sort("period", "rule")
     assert got.height > 3
     _assert_same(_rows(sql), _rows(got))
     if since is not None and until is None:  # the window ends at as_of (SEMANTICS §10)
@@ -109,7 +109,7 @@ def test_runs_with_no_time_have_a_null_period_without_a_window(tmp_path: Path) -
     """Four bundled examples have neither ended_at nor started_at."""
     oa.ingest(Path(__file__).parent / "data" / "examples", tmp_path / "ds")
     as_of = "2027-01-01T00:00:00Z"
-    engine = oa.rates(tmp_path / "ds", "tests+review", as_of=as_of, period="week").collect()
+    engine = oa.rates(tmp_path / "ds", "tests+review", as_of=as_of, period="week")
     sql = run_query(
         tmp_path / "ds", QUERY, rules="tests+review", as_of=as_of, variables={"ocp_period": "week"}
     )

@@ -31,6 +31,8 @@ from ocp_analytics.cli.options import (
     SparkMasterOpt,
     Tier,
     UntilOpt,
+    WhereOpt,
+    WideOpt,
     as_of_arg,
     output_format,
     rules_arg,
@@ -42,8 +44,10 @@ from ocp_analytics.cli.output import (
     flips_table,
     json_text,
     matrix_table,
+    no_run_line,
     rates_table,
     render,
+    sort_flips,
     warnings_as_lines,
 )
 from ocp_analytics.exceptions import OcpAnalyticsError, hint
@@ -59,6 +63,7 @@ def accept(
     as_of: AsOfOpt = None,
     since: SinceOpt = None,
     until: UntilOpt = None,
+    where: WhereOpt = None,
     out: OutOpt = None,
     format: FormatOpt = None,
     recorded: Annotated[bool, typer.Option(help="Include each run's recorded rule.")] = True,
@@ -88,6 +93,7 @@ def accept(
       ocp-analytics accept runs.dataset --rules team-bars.toml -o acceptance.parquet
       ocp-analytics accept runs.dataset --as-of 2026-12-01T00:00:00Z -f csv -o acc.csv
       ocp-analytics accept runs.dataset --since 7d -o last-week.csv
+      ocp-analytics accept runs.dataset --where label.team=payments --since 30d
       ocp-analytics accept runs.dataset --late-only   # accepted yesterday, reverted today
       ocp-analytics accept runs.dataset --engine spark -o acceptance.parquet  # a folder of parts
     """
@@ -95,6 +101,7 @@ def accept(
     when = as_of_arg(as_of)
     alt = rules_arg(rules, rule)
     window: dict[str, Any] = {"recorded": recorded, "since": since, "until": until}
+    window |= where_arg(where, engine)
     if engine is Engine.polars:
         _accept_polars(dataset, alt, when, {**window, "late_only": late_only}, fmt, out)
         return
@@ -124,8 +131,8 @@ def _accept_polars(
             rows = write_acceptance(dataset, out, alt, as_of=when, **window)
             typer.echo(f"wrote {rows:,} rows to {out} (as_of {when.isoformat()})", err=True)
             return
-        frame = acceptance(dataset, alt, as_of=when, **window).sort("run_id", "rule").collect()
-    emit(frame, fmt, out, when)
+        frame = acceptance(dataset, alt, as_of=when, **window).sort("run_id", "rule")
+    _emit_or_say_empty(frame, fmt, out, when, window)
 
 
 def _accept_spark(
@@ -149,7 +156,7 @@ def _accept_spark(
             )
             return
         frame = spark.to_polars(spark.acceptance(session, dataset, alt, when, **window))
-    emit(frame.sort("run_id", "rule"), fmt, out, when)
+    _emit_or_say_empty(frame.sort("run_id", "rule"), fmt, out, when, window)
 
 
 def rates(
@@ -164,6 +171,7 @@ def rates(
     as_of: AsOfOpt = None,
     since: SinceOpt = None,
     until: UntilOpt = None,
+    where: WhereOpt = None,
     period: Annotated[
         Period | None,
         typer.Option(
@@ -172,6 +180,7 @@ def rates(
     ] = None,
     out: OutOpt = None,
     format: FormatOpt = None,
+    wide: WideOpt = False,
     engine: EngineOpt = Engine.polars,
     spark_master: SparkMasterOpt = None,
     spark_conf: SparkConfOpt = None,
@@ -179,10 +188,13 @@ def rates(
     """Acceptance rates per group and rule, with 95 % Wilson intervals.
 
     accept_rate = accepted / (accepted + rejected): runs whose outcome is
-    unknown are left out, so read it with decided_share. The table shows both
-    in one cell, e.g. '100% [78.5–100] of 14/31 decided' (14 of 31 runs
-    decided); csv, json and parquet keep accept_rate, ci_low, ci_high and
-    decided_share as numbers.
+    unknown are left out, so read it beside the decided runs. The table shows
+    rule, groups, runs, decided, the rate with its interval and count in one
+    cell (e.g. '66.0 % [65.7–66.3] of 1,234 decided') and attempts_median;
+    --wide adds every other column; csv, json and parquet keep every column,
+    accept_rate, ci_low, ci_high and decided_share as numbers. as_of is the
+    table's last line. Past 40 rows the table keeps the newest periods and
+    says how many rows it left out.
 
     \b
     Examples:
@@ -191,6 +203,8 @@ def rates(
       ocp-analytics rates runs.dataset --min-tier verified        # verified-only rate
       ocp-analytics rates runs.dataset --rule tests+review -o rates.csv
       ocp-analytics rates runs.dataset --since 30d --period week --by label.team
+      ocp-analytics rates runs.dataset --since 3mo --period month --wide
+      ocp-analytics rates runs.dataset --where label.team=payments --by task_type
     """
     from ocp_analytics.api import rates as run_rates
 
@@ -204,6 +218,7 @@ def rates(
         "since": since,
         "until": until,
         "period": None if period is None else period.value,
+        **where_arg(where, engine),
     }
     with warnings_as_lines():
         if engine is Engine.spark:
@@ -212,8 +227,14 @@ def rates(
             with spark_session(spark_master, spark_conf) as session:
                 frame = spark.rates(session, dataset, items, **kwargs)
         else:
-            frame = run_rates(dataset, items, **kwargs).collect()
-    emit(rates_table(frame) if fmt is Format.table else frame, fmt, out, when)
+            frame = run_rates(dataset, items, **kwargs)
+    if fmt is Format.table:
+        keys = [*(["period"] if period else []), *(by or [])]
+        keys = [k for k in keys if k in frame.columns]
+        shown = rates_table(frame, keys, wide)
+    else:
+        shown = frame
+    _emit_or_say_empty(shown, fmt, out, when, kwargs)
 
 
 def compare(
@@ -224,6 +245,7 @@ def compare(
     as_of: AsOfOpt = None,
     since: SinceOpt = None,
     until: UntilOpt = None,
+    where: WhereOpt = None,
     sample: Annotated[int, typer.Option(min=0, help="Run ids shown per flip (0 or more).")] = 5,
     out: OutOpt = None,
     format: FormatOpt = None,
@@ -241,18 +263,28 @@ def compare(
     only), d (rejected under both), the difference of accept rates with
     Newcombe's paired 95 % interval, McNemar's p-value (exact below 25
     discordant runs) and Holm's adjusted p-value across all rows.
-    JSON is one document {"as_of", "matrix", "flips"}; csv and parquet write
-    the matrix to --out and the flips beside it as FILE.flips.EXT.
+    Flips are listed largest first. JSON is one document {"as_of", "matrix",
+    "flips"}; csv and parquet are two tables, so they need --out: the matrix
+    goes to --out and the flips beside it as FILE.flips.EXT.
 
     \b
     Examples:
       ocp-analytics compare runs.dataset --rules team-bars.toml --by label.team
       ocp-analytics compare runs.dataset --rule tests --rule tests+review -o cmp.json
       ocp-analytics compare runs.dataset --rules a.toml --rules b.toml -f csv -o cmp.csv
+      ocp-analytics compare runs.dataset --rules team-bars.toml --where label.team=payments
     """
     from ocp_analytics.api import compare as run_compare
 
     fmt = output_format(format, out)
+    if fmt is Format.csv and out is None:
+        raise OcpAnalyticsError(
+            hint(
+                "compare -f csv writes two tables (the matrix and the flips), not one stream.",
+                "add --out cmp.csv (the flips go beside it as cmp.flips.csv), "
+                "or use -f json for one document on standard output.",
+            )
+        )
     when = as_of_arg(as_of)
     items = rules_arg(rules, rule)
     if not items:
@@ -265,6 +297,7 @@ def compare(
         "sample": sample,
         "since": since,
         "until": until,
+        **where_arg(where, engine),
     }
     with warnings_as_lines():
         if engine is Engine.spark:
@@ -274,8 +307,12 @@ def compare(
                 matrix, flips = spark.compare(session, dataset, items, **kwargs)
         else:
             lazy_matrix, lazy_flips = run_compare(dataset, items, **kwargs)
-            matrix, flips = lazy_matrix.collect(), lazy_flips.collect()
-    _write_comparison(matrix, flips, fmt, out, when)
+            matrix, flips = lazy_matrix, lazy_flips
+    if matrix.is_empty() and (since is not None or until is not None or where):
+        typer.echo(no_run_line(since, until, when, where or ()), err=True)
+        if fmt is Format.table:
+            return
+    _write_comparison(matrix, sort_flips(flips), fmt, out, when)
 
 
 def _write_comparison(
@@ -318,3 +355,40 @@ def _flips_path(out: Path) -> Path:
     'out/cmp.flips.csv'
     """
     return out.with_name(out.stem + ".flips" + out.suffix)
+
+
+def where_arg(where: list[str] | None, engine: Engine) -> dict[str, list[str]]:
+    """``{"where": [...]}`` for the API when ``--where`` was given (the strings unchanged).
+
+    Examples
+    --------
+    >>> where_arg(["label.team=payments"], Engine.polars)
+    {'where': ['label.team=payments']}
+    >>> where_arg(None, Engine.polars)
+    {}
+    """
+    if not where:
+        return {}
+    if engine is Engine.spark:
+        raise OcpAnalyticsError(
+            hint(
+                "--where is not available with --engine spark yet.",
+                "run it with --engine polars (the default).",
+            )
+        )
+    return {"where": list(where)}
+
+
+def _emit_or_say_empty(
+    frame: pl.DataFrame, fmt: Format, out: Path | None, when: datetime, window: dict[str, Any]
+) -> None:
+    """Write ``frame``; when a window or ``--where`` selected no run, say so instead of a table.
+
+    Files (csv, json, parquet) are still written, empty, so a pipeline finds them.
+    """
+    since, until, where = window.get("since"), window.get("until"), window.get("where", [])
+    if frame.is_empty() and (since is not None or until is not None or where):
+        typer.echo(no_run_line(since, until, when, where), err=True)
+        if fmt is Format.table:
+            return
+    emit(frame, fmt, out, when)

@@ -130,6 +130,19 @@ ByOpt = Annotated[
     list[str] | None,
     typer.Option("--by", metavar="COLUMN", help="Group by a runs column or label.KEY; repeatable."),
 ]
+WhereOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--where",
+        metavar="COLUMN=VALUE",
+        help="Only runs whose runs column or label.KEY has this value, e.g. "
+        "--where label.team=payments; repeatable (all must hold).",
+    ),
+]
+WideOpt = Annotated[
+    bool,
+    typer.Option("--wide", help="Show every column in the table (csv, json, parquet have all)."),
+]
 EngineOpt = Annotated[
     Engine,
     typer.Option(

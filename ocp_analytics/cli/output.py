@@ -1,14 +1,18 @@
 """What the commands print and write: tables, CSV, JSON, Parquet, warnings.
 
 ``emit`` is the one way a result frame leaves a command: printed, or written
-to ``--out`` with a ``wrote N rows`` line on standard error. Tables show the
-first ``TABLE_ROWS`` rows; the other formats write every row.
+to ``--out`` with a ``wrote N rows`` line on standard error. Tables fit a
+terminal: they show the columns a reader scans (``--wide`` shows all),
+``as_of`` once in a footer, at most ``TABLE_ROWS`` rows (the newest periods
+when rows have one) and how many were left out; the other formats write every
+row and column. Rates read as ``66.0 % [65.7–66.3] of 1,234 decided``
+(:mod:`ocp_analytics.reporting.numbers`, the page's spelling too).
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -20,6 +24,7 @@ import typer
 
 from ocp_analytics.cli.options import Format
 from ocp_analytics.exceptions import OcpAnalyticsError, hint
+from ocp_analytics.reporting.numbers import pct, rate_text
 
 TABLE_ROWS = 40
 
@@ -53,8 +58,22 @@ def json_text(body: dict[str, Any]) -> str:
     ).decode()
 
 
+def _newest(frame: pl.DataFrame, rows: int) -> pl.DataFrame:
+    """The last ``rows`` rows, those of the newest periods (rows with no period go first)."""
+    if "period" not in frame.columns:
+        return frame.head(rows)
+    if frame.height <= rows:
+        return frame
+    ordered = frame.with_row_index("_at").sort("period", "_at", nulls_last=False)
+    keep = ordered.tail(rows)["_at"]
+    return frame.with_row_index("_at").filter(pl.col("_at").is_in(keep.implode())).drop("_at")
+
+
 def table_text(frame: pl.DataFrame) -> str:
-    """The first ``TABLE_ROWS`` rows as an aligned table, and how to get the rest.
+    """At most ``TABLE_ROWS`` rows as an aligned table, and how many were left out.
+
+    Rows with a ``period`` keep the newest periods: a cap that kept the first
+    rows would hide the weeks a reader opens the table for.
 
     Examples
     --------
@@ -65,7 +84,7 @@ def table_text(frame: pl.DataFrame) -> str:
     │ tests ┆ 3    │
     └───────┴──────┘
     """
-    shown = _plain(frame.head(TABLE_ROWS))
+    shown = _plain(_newest(frame, TABLE_ROWS))
     with pl.Config(
         tbl_rows=TABLE_ROWS,
         tbl_cols=-1,
@@ -75,9 +94,11 @@ def table_text(frame: pl.DataFrame) -> str:
         tbl_hide_column_data_types=True,
     ):
         text = str(shown)
-    if frame.height > TABLE_ROWS:
+    left = frame.height - shown.height
+    if left:
+        which = "the newest periods" if "period" in frame.columns else "the first rows"
         text += (
-            f"\n({TABLE_ROWS} of {frame.height:,} rows shown; "
+            f"\n({shown.height} of {frame.height:,} rows shown, {which}; {left:,} left out; "
             "--format csv|json|parquet --out FILE writes all)"
         )
     return text
@@ -97,7 +118,7 @@ def render(frame: pl.DataFrame, fmt: Format, as_of: datetime | None) -> str:
         return json_text({"as_of": as_of.isoformat() if as_of else None, "rows": frame.to_dicts()})
     if fmt is Format.csv:
         return _plain(frame).write_csv()
-    text = table_text(frame)
+    text = table_text(frame.drop("as_of", strict=False))
     if as_of is not None:
         text += f"\nas_of: {as_of.isoformat()}"
     return text
@@ -165,57 +186,72 @@ def warnings_as_lines() -> Iterator[None]:
 
 # ------------------------------------------------------------ rates for reading
 
+# what a reader scans in ``rates``; every other column with --wide or another format
+NARROW = ("rule", "runs", "decided", "accept_rate", "attempts_median")
 
-def _pct(value: float) -> str:
-    return f"{100 * value:.1f}".removesuffix(".0")
 
+def rates_table(frame: pl.DataFrame, keys: Sequence[str], wide: bool = False) -> pl.DataFrame:
+    """Rates for reading: ``accept_rate`` as one text column with its interval and count.
 
-def rate_text(
-    rate: float | None, low: float | None, high: float | None, decided: int, runs: int
-) -> str:
-    """A rate with its interval and how many runs were decided.
+    ``keys`` are the group columns (and ``period``); without ``wide`` only
+    they and :data:`NARROW` are kept.
 
     Examples
     --------
-    >>> rate_text(1.0, 0.7846, 1.0, 14, 31)
-    '100% [78.5–100] of 14/31 decided'
-    >>> rate_text(None, None, None, 0, 3)
-    '– of 0/3 decided'
+    >>> f = pl.DataFrame({"rule": ["tests"], "runs": [31], "accepted": [14], "rejected": [0],
+    ...                   "accept_rate": [1.0], "ci_low": [0.7846], "ci_high": [1.0],
+    ...                   "decided_share": [14 / 31], "attempts_median": [2.0]})
+    >>> rates_table(f, []).row(0)
+    ('tests', 31, 14, '100.0 % [78.5–100.0] of 14 decided', 2.0)
     """
-    if rate is None:
-        return f"– of {decided:,}/{runs:,} decided"
-    return f"{_pct(rate)}% [{_pct(low or 0.0)}–{_pct(high or 0.0)}] of {decided:,}/{runs:,} decided"
-
-
-def rates_table(frame: pl.DataFrame) -> pl.DataFrame:
-    """Rates for reading: ``accept_rate`` becomes one text column with its
-    interval and decided share (``100% [78.5–100] of 14/31 decided``)."""
+    decided = pl.col("accepted") + pl.col("rejected")
     cells = [
-        rate_text(
-            r["accept_rate"], r["ci_low"], r["ci_high"], r["accepted"] + r["rejected"], r["runs"]
-        )
+        rate_text(r["accept_rate"], r["ci_low"], r["ci_high"], r["accepted"] + r["rejected"])
         for r in frame.iter_rows(named=True)
     ]
-    return frame.with_columns(pl.Series("accept_rate", cells, dtype=pl.String)).drop(
-        "ci_low", "ci_high", "decided_share"
+    out = frame.with_columns(
+        pl.Series("accept_rate", cells, dtype=pl.String), decided.alias("decided")
     )
+    if wide:
+        rest = [c for c in out.columns if c not in (*keys, *NARROW)]
+        out = out.with_columns(pl.col("decided_share").map_elements(pct, return_dtype=pl.String))
+        return out.select(*keys, *[c for c in NARROW if c in out.columns], *rest).drop(
+            "ci_low", "ci_high"
+        )
+    return out.select(*keys, *[c for c in NARROW if c in out.columns])
 
 
 def matrix_table(m: pl.DataFrame) -> pl.DataFrame:
-    """``compare``'s matrix for reading: each rule's rate and interval as one text column."""
-    from ocp_analytics.engine.rates import format_rate
+    """``compare``'s matrix for reading: each rule's rate, interval and count as one text column.
 
-    keys = [c for c in m.columns if not c.endswith(("__low", "__high"))]
-    names = [c for c in keys if f"{c}__low" in m.columns]
+    The columns ``RULE__low`` and ``RULE__high`` (and any other ``RULE__…``
+    count) fold into the column ``RULE``; the count is ``RULE__decided`` when
+    the matrix carries it.
+
+    Examples
+    --------
+    >>> m = pl.DataFrame({"group": ["a"], "t": [0.5], "t__low": [0.2], "t__high": [0.8],
+    ...                   "t__decided": [6]})
+    >>> matrix_table(m).row(0)
+    ('a', '50.0 % [20.0–80.0] of 6 decided')
+    """
+    names = [c for c in m.columns if f"{c}__low" in m.columns]
+    parts = tuple(f"{n}__" for n in names)
+    keys = [c for c in m.columns if c not in names and not c.startswith(parts)]
     cells = {
         n: [
-            format_rate(r[n], r[f"{n}__low"], r[f"{n}__high"])
-            for r in m.select(n, f"{n}__low", f"{n}__high").iter_rows(named=True)
+            rate_text(
+                r[n],
+                r[f"{n}__low"],
+                r[f"{n}__high"],
+                r.get(f"{n}__decided"),
+            )
+            for r in m.iter_rows(named=True)
         ]
         for n in names
     }
     return m.select(
-        *[c for c in keys if c not in names],
+        *keys,
         *[pl.Series(n, cells[n], dtype=pl.String) for n in names],
     )
 
@@ -229,6 +265,7 @@ def flips_table(flips: pl.DataFrame) -> pl.DataFrame:
     """
     from ocp_analytics.engine.flips import format_difference, format_p
 
+    flips = sort_flips(flips)
     rows = flips.select("difference", "difference_low", "difference_high", "p_value", "p_method")
     diffs, ps = [], []
     for d, lo, hi, p, method in rows.iter_rows():
@@ -239,3 +276,41 @@ def flips_table(flips: pl.DataFrame) -> pl.DataFrame:
         pl.Series("p_value", ps, dtype=pl.String),
         pl.Series("p_holm", [format_p(p) for p in flips["p_holm"]], dtype=pl.String),
     ).drop("n", "difference_low", "difference_high", "p_method")
+
+
+def sort_flips(flips: pl.DataFrame) -> pl.DataFrame:
+    """Flips largest first (then by group and pair, so the order is stable).
+
+    Examples
+    --------
+    >>> f = pl.DataFrame({"rule_a": ["x", "y"], "rule_b": ["y", "x"], "flips": [1, 9]})
+    >>> sort_flips(f)["flips"].to_list()
+    [9, 1]
+    """
+    return flips.sort(pl.col("flips"), descending=True, maintain_order=True)
+
+
+def no_run_line(
+    since: str | None, until: str | None, as_of: datetime, where: Sequence[str] = ()
+) -> str:
+    """What a command says when its window (or ``--where``) selects no run.
+
+    Examples
+    --------
+    >>> from datetime import UTC
+    >>> print(no_run_line("7d", None, datetime(2026, 12, 8, tzinfo=UTC)))
+    no run in the window 2026-12-01T00:00:00+00:00 → 2026-12-08T00:00:00+00:00 (as_of ...)
+    >>> no_run_line(None, None, datetime(2026, 12, 8, tzinfo=UTC), ["label.team=x"])
+    'no run with --where label.team=x (as_of 2026-12-08T00:00:00+00:00)'
+    """
+    from ocp_analytics.engine.timeaxis import resolve_window
+
+    lo, hi = resolve_window(since, until, as_of)
+    parts = []
+    if lo is not None or hi is not None:
+        start = lo.isoformat() if lo else "the first run"
+        end = hi.isoformat() if hi else "the last run"
+        parts.append(f"in the window {start} → {end}")
+    if where:
+        parts.append("with " + " ".join(f"--where {w}" for w in where))
+    return f"no run {' '.join(parts)} (as_of {as_of.isoformat()})"

@@ -65,6 +65,15 @@ def report(
     ] = "json",
     sample: Annotated[int, typer.Option(min=0, help="Run ids kept per flip (0 or more).")] = 5,
     title: Annotated[str, typer.Option(help="The page title.")] = "Acceptance report",
+    max_staleness: Annotated[
+        str | None,
+        typer.Option(
+            "--max-staleness",
+            metavar="DURATION",
+            help="Exit 1 and write nothing when the newest run ended longer than this "
+            "before --as-of (2d, 12h).",
+        ),
+    ] = None,
 ) -> None:
     """The nightly report: one self-contained HTML page, and each figure's data beside it.
 
@@ -72,6 +81,11 @@ def report(
     against the previous window of the same length), accept rate per period
     and group, the group × rule matrix and largest flips, attempts to
     acceptance, evidence tiers, provisional acceptances and data quality.
+    The headline says how fresh the data is: the newest run end and the last
+    ingest, and how long before --as-of each was (also in headline.json);
+    --max-staleness stops a stale page. A rule naming a verdict or score no
+    run carries is a warning banner on the page. The data folder is FILE's
+    name + '-data'; a folder holding another page's data is refused.
     The page has no script and loads nothing: it opens offline. Needs the
     report extra: pip install 'ocp-analytics[report]'.
 
@@ -80,6 +94,7 @@ def report(
       ocp-analytics report runs.dataset --by label.team --since 30d -o report.html
       ocp-analytics report runs.dataset --rules team-bars.toml --by label.team \\
           --since 30d --as-of 2026-12-01T00:00:00Z -o report.html --data-out report-data
+      ocp-analytics report runs.dataset --since 30d --max-staleness 2d -o /srv/www/index.html
     """
     from ocp_analytics.reporting.page import report as run_report
 
@@ -99,5 +114,6 @@ def report(
         data_format=cast("DataFormat", data_format),
         sample=sample,
         title=title,
+        max_staleness=max_staleness,
     )
     typer.echo(f"wrote {files.html} and {len(files.data)} data files in {files.data_dir}", err=True)

@@ -76,7 +76,7 @@ def sql(
             return
         result = con.sql(text)
         if result is not None:  # the query runs here: its runtime errors too
-            emit(result.pl(), fmt, out, None)
+            emit(result.pl(), fmt, out, when)
     except duckdb.Error as exc:
         raise OcpAnalyticsError(
             hint(str(exc), "the views and their columns: ocp-analytics sql --help")

@@ -358,7 +358,8 @@ def _part_columns(states: Sequence[pl.Expr], cols: Sequence[str]) -> list[pl.Exp
     """A rule's part counts, the rank of the parts it used, and its deciding attempt.
 
     ``states`` and ``cols`` as :func:`_parts` gives them; the deciding
-    attempt is the one at the latest position among the parts (SEMANTICS §8).
+    attempt is the one at the latest position among the parts
+    (docs/figures.md "The attempt at acceptance").
     """
     if not cols:
         return [

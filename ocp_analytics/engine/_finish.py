@@ -1,4 +1,6 @@
-"""The one finish: per-(run, rule) summaries into decisions (SEMANTICS §6–§9); pure.
+"""The one finish: per-(run, rule) summaries into decisions; pure.
+
+docs/figures.md, "Per run: the acceptance table".
 
 Every kind of rule (compiled, see ``_compiled``; or exploded, see
 ``_recorded``) reduces to the same **summary**, and :func:`finish` turns
@@ -69,7 +71,7 @@ def enum_words(lists: pl.Series) -> pl.Series:
 
 
 def tier_word(rank: pl.Expr) -> pl.Expr:
-    """The tier word of a rank (SEMANTICS §7).
+    """The tier word of a rank (docs/figures.md "tier and q").
 
     Examples
     --------
@@ -135,7 +137,7 @@ def finish(
 ) -> pl.LazyFrame:
     """Summaries → ``outcome, reasons, tier, q``, the attempt at acceptance, ``window_open``.
 
-    The combine rule of SEMANTICS §6–§9, once for every kind of rule: no
+    The combine rule of docs/figures.md "outcome and reasons", once for every kind of rule: no
     parts is unknown, a fail beats an unknown, all parts passing accepts;
     a counted excluded event (``late``) then rejects; an unreadable rule is
     unknown (``invalid_rule``), a missing one too (``no_rule``). With

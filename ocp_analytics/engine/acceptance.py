@@ -1,4 +1,6 @@
-"""Acceptance decisions: rules × per-run features → outcomes (SEMANTICS §3–§9); pure.
+"""Acceptance decisions: rules × per-run features → outcomes; pure.
+
+docs/figures.md, "Per run: the acceptance table".
 
 Both kinds of rule reduce to the same per-(run, rule) **summary**, and one
 finish (``_finish``) turns every summary into the output columns:
@@ -84,14 +86,14 @@ def decide(
     ----------
     tables
         ``runs``, ``signals``, ``attempts`` and ``rules`` (every row of a run
-        together), and optionally ``events`` (late events, SEMANTICS §11)
+        together), and optionally ``events`` (late events, docs/late-events.md)
         with the runs' ``artifacts`` they are matched through.
     rules
         Alternative rules, one frame each, after the recorded rules' frame.
     as_of
         The aware instant of knowledge: a signal or late event observed
-        after it takes no part (SEMANTICS §1, §4); windows still open at it
-        are marked (§9).
+        after it takes no part (docs/figures.md "as_of"); windows still
+        open at it are marked (docs/figures.md "window_open").
     recorded
         Begin with a frame of each run under its own rule (``recorded``).
     carry
@@ -203,8 +205,8 @@ def _shared_features(
 ) -> _Shared:
     """The features of the names ``c`` reads (every name when ``exploded``), collected at once.
 
-    Only the signals and late events known at ``as_of`` are read (SEMANTICS
-    §4): filtered here, once, so the predicate reaches the scan and every
+    Only the signals and late events known at ``as_of`` are read
+    (docs/figures.md "as_of"): filtered here, once, so the predicate reaches the scan and every
     feature (latest verdicts, latest scores, event rows) reads the same
     rows. ``own`` maps ``doc_id`` to the run's recorded definition (``_rid``,
     ``_valid``) when those are compiled.

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Protocol
 import polars as pl
 
 from ocp_analytics.engine.acceptance import OUTPUT_SCHEMA, decide
+from ocp_analytics.engine.known import KnownNames
+from ocp_analytics.engine.rates import where_conditions
 from ocp_analytics.engine.timeaxis import in_window
 from ocp_analytics.exceptions import OcpAnalyticsError, hint
 from ocp_analytics.model.links import LINK_COLUMNS
@@ -78,7 +80,7 @@ def evaluate_slice(
         Alternative rules (:class:`~ocp_analytics.Rule`).
     as_of
         The aware instant of knowledge: a signal observed after it takes no
-        part (SEMANTICS §1, §4).
+        part (docs/figures.md, "as_of").
     recorded
         Include each run's own rule (``rule = "recorded"``).
     carry
@@ -220,12 +222,22 @@ def slices(dataset: DatasetLike, size: int = SLICE_RUNS) -> Iterator[Tables]:
         yield without_absent_links(part, links, lo, hi)
 
 
-def windowed(tables: Tables, since: datetime | None, until: datetime | None) -> Tables:
-    """The tables restricted to runs whose time falls in ``[since, until)``."""
-    cond = in_window(since, until)
-    if cond is None:
+def windowed(
+    tables: Tables,
+    since: datetime | None,
+    until: datetime | None,
+    where: Sequence[pl.Expr] = (),
+) -> Tables:
+    """The tables restricted to runs whose time falls in ``[since, until)`` and that meet ``where``.
+
+    ``where``: conditions over ``runs`` (see
+    :func:`~ocp_analytics.engine.rates.where_conditions`), all of them met.
+    """
+    window = in_window(since, until)
+    conds = ([] if window is None else [window]) + list(where)
+    if not conds:
         return tables
-    runs = tables["runs"].filter(cond)
+    runs = tables["runs"].filter(*conds)
     keep = runs.select("doc_id")
     out = dict(tables)
     out["runs"] = runs
@@ -257,11 +269,16 @@ def run(
     carry: Callable[[pl.Schema], Sequence[pl.Expr]] | None = None,
     slice_runs: int = SLICE_RUNS,
     progress: Callable[[int, int], None] | None = None,
+    where: Sequence[str] = (),
+    known: KnownNames | None = None,
 ) -> None:
     """Evaluate ``dataset`` a slice at a time and hand every rule's decisions to ``sinks``.
 
     ``carry`` builds the carried expressions from the ``runs`` schema (for
-    group columns). Only the columns the sinks read are computed.
+    group columns). Only the columns the sinks read are computed. ``where``
+    keeps the runs meeting every filter (``label.KEY=VALUE``,
+    ``COLUMN=VALUE``), as the window does; ``known`` is handed the signals
+    of the runs kept (the names rules mention that no run carries).
 
     Two slices are in flight at most: while one thread collects a slice's
     rules and hands them to the sinks (always from that one thread, slice
@@ -274,14 +291,19 @@ def run(
     coded = bool(sinks) and all(getattr(s, "coded", False) for s in sinks)
     parts = list(slices(dataset, slice_runs))
     exprs: Sequence[pl.Expr] | None = None
+    conds: Sequence[pl.Expr] = ()
     # Leaving the pool waits for a hand-over still running, also when the
     # loop raises (that error wins; the hand-over's, if any, stays unread).
     with ThreadPoolExecutor(1, thread_name_prefix="ocp-rules") as pool:
         handing: Future[None] | None = None
         for i, frames in enumerate(parts, 1):
             if exprs is None:
-                exprs = carry(frames["runs"].collect_schema()) if carry else ()
-            tables = windowed(frames, since, until)
+                schema = frames["runs"].collect_schema()
+                exprs = carry(schema) if carry else ()
+                conds = where_conditions(where, schema)
+            tables = windowed(frames, since, until, conds)
+            if known is not None:
+                known.add(tables["signals"])
             carried = [e.meta.output_name() for e in exprs]
             cols = [c for c in wanted if c in OUTPUT_SCHEMA] + carried
             decided = decide(

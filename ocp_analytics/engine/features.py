@@ -1,4 +1,6 @@
-"""Per-run features that acceptance reads (SEMANTICS §4, §5, §7, §8); pure.
+"""Per-run features that acceptance reads; pure.
+
+docs/figures.md, "Per run: the acceptance table".
 
 The twin of ``sql/views/latest_*.sql`` and ``attempt_positions.sql``: the
 signals known at ``as_of`` (:func:`known_at`), the latest verdict and the
@@ -44,7 +46,9 @@ def tier_rank(col: pl.Expr) -> pl.Expr:
 
 
 def verdict_state(value_text: pl.Expr) -> pl.Expr:
-    """:data:`PASS`, :data:`FAIL` or :data:`UNKNOWN` of a verdict's value (SEMANTICS §5).
+    """:data:`PASS`, :data:`FAIL` or :data:`UNKNOWN` of a verdict's value.
+
+    docs/figures.md, "outcome and reasons".
 
     Examples
     --------
@@ -65,7 +69,7 @@ def verdict_state(value_text: pl.Expr) -> pl.Expr:
 def score_state(value: pl.Expr, target: pl.Expr | float, lower: pl.Expr | bool) -> pl.Expr:
     """:data:`PASS` / :data:`FAIL` of a score against its target, :data:`UNKNOWN` with none.
 
-    Equal reaches the target; NaN never does (SEMANTICS §5).
+    Equal reaches the target; NaN never does (docs/figures.md "outcome and reasons").
 
     Examples
     --------
@@ -86,7 +90,9 @@ def score_state(value: pl.Expr, target: pl.Expr | float, lower: pl.Expr | bool) 
 
 
 def known_at(signals: pl.LazyFrame, as_of: datetime) -> pl.LazyFrame:
-    """The signals (or late events) known at ``as_of``: none observed after it (SEMANTICS §1, §4).
+    """The signals (or late events) known at ``as_of``: none observed after it.
+
+    docs/figures.md, "as_of" and "Which signal counts".
 
     ``as_of`` is the instant of knowledge: a signal of any kind whose
     ``observed_at`` is a known time after it is not yet observed and takes no
@@ -192,7 +198,7 @@ def placed(latest: pl.DataFrame, positions: pl.DataFrame | None = None) -> pl.Da
     ).drop("at_attempt", *LINK_COLUMNS)
 
 
-# Matched late events sort after every signal of their run (SEMANTICS §11:
+# Matched late events sort after every signal of their run (docs/late-events.md:
 # as if appended to run.signals), among themselves by time, then id.
 APPENDED = 1 << 32
 
@@ -259,7 +265,9 @@ def event_rows(
 
 
 def event_counts(window_days: pl.Expr) -> pl.Expr:
-    """Whether an excluded event counts (SEMANTICS §6), over :func:`event_rows`.
+    """Whether an excluded event counts (docs/figures.md "outcome and reasons").
+
+    Over :func:`event_rows`.
 
     Within ``window_days`` of the run's end (no lower bound; an unknown end or
     time always counts). The rows are events known at ``as_of`` already
@@ -278,7 +286,7 @@ def event_counts(window_days: pl.Expr) -> pl.Expr:
 
 
 def window_open(has_events: pl.Expr, window_days: pl.Expr, as_of: datetime) -> pl.Expr:
-    """A late event could still turn the outcome (SEMANTICS §9), over ``ended_at``."""
+    """A late event could still turn the outcome (docs/figures.md "window_open")."""
     end = pl.col("ended_at")
     late_enough = pl.lit(as_of) < end + pl.duration(days=1) * window_days
     return (end.is_not_null() & has_events & late_enough).fill_null(False)

@@ -1,4 +1,6 @@
-"""Rule-versus-rule comparison over decisions: flips and the paired table (SEMANTICS §10); pure.
+"""Rule-versus-rule comparison over decisions: flips and the paired table; pure.
+
+docs/figures.md, "Comparing rules: the matrix and flips".
 
 For every ordered pair of rules (per group), over the runs evaluated under
 both: the *flips* (accepted under ``rule_a``, not under ``rule_b``: rejected

@@ -1,4 +1,4 @@
-"""Rates over decisions (SEMANTICS §10); pure.
+"""Rates over decisions (docs/figures.md, "Per group: rates"); pure.
 
 Everything here adds up across slices of runs: per slice, *partials*
 (counts per group and rule, a histogram of attempts to acceptance); once, a
@@ -54,14 +54,56 @@ RATE_COLUMNS = (
 def label(key: str) -> pl.Expr:
     """The value of one label of a run (``runs.labels``), null when absent.
 
+    Its output name is ``label.KEY``, so it is also a group of
+    :func:`ocp_analytics.rates` and :func:`ocp_analytics.compare`:
+    ``by=oa.label("team")`` is ``by="label.team"``.
+
     Examples
     --------
     >>> df = pl.DataFrame({"labels": [[{"key": "team", "value": "a"}], []]},
     ...                   schema={"labels": pl.Map(pl.String, pl.String)})
     >>> df.select(label("team")).to_series().to_list()
     ['a', None]
+    >>> label("team").meta.output_name()
+    'label.team'
     """
     return pl.col("labels").map.get(key).alias(f"{LABEL_PREFIX}{key}")
+
+
+# ``by`` of the public functions: names (a runs column, ``label.KEY``) or label expressions
+By = str | pl.Expr | Sequence[str | pl.Expr]
+
+
+def group_names(by: By) -> list[str]:
+    """The names of the groups ``by``: a label expression (:func:`label`) by its name.
+
+    Examples
+    --------
+    >>> group_names(label("team")), group_names(["repo", label("team")])
+    (['label.team'], ['repo', 'label.team'])
+    >>> group_names(pl.col("repo"))
+    Traceback (most recent call last):
+    ...
+    ocp_analytics.exceptions.OcpAnalyticsError: cannot group by the expression col("repo").
+    <BLANKLINE>
+    Hint: give a runs column or label.KEY by name, or a label as oa.label("KEY").
+    """
+    items = [by] if isinstance(by, str | pl.Expr) else list(by)
+    return [b if isinstance(b, str) else _label_name(b) for b in items]
+
+
+def _label_name(expr: pl.Expr) -> str:
+    """``label.KEY`` when ``expr`` is ``label(KEY)``; else an error."""
+    name = expr.meta.output_name(raise_if_undetermined=False) or ""
+    key = name[len(LABEL_PREFIX) :]
+    if not (name.startswith(LABEL_PREFIX) and key and expr.meta.eq(label(key))):
+        raise OcpAnalyticsError(
+            hint(
+                f"cannot group by the expression {expr}.",
+                'give a runs column or label.KEY by name, or a label as oa.label("KEY").',
+            )
+        )
+    return name
 
 
 def wilson(successes: pl.Expr, n: pl.Expr, z: float = Z95) -> tuple[pl.Expr, pl.Expr]:
@@ -85,23 +127,58 @@ def wilson(successes: pl.Expr, n: pl.Expr, z: float = Z95) -> tuple[pl.Expr, pl.
     )
 
 
+def _runs_expr(col: str, runs_schema: pl.Schema, doing: str) -> pl.Expr:
+    """A runs column or ``label.KEY`` as an expression; else an error naming the columns."""
+    if col.startswith(LABEL_PREFIX) and len(col) > len(LABEL_PREFIX):
+        return label(col[len(LABEL_PREFIX) :])
+    if col in runs_schema and col != "labels":
+        return pl.col(col)
+    columns = ", ".join(sorted(c for c in runs_schema if c != "labels"))
+    raise OcpAnalyticsError(
+        hint(
+            f"cannot {doing} {col!r}: it is not a column of runs.",
+            f"use a runs column ({columns}) or label.KEY.",
+        )
+    )
+
+
 def group_exprs(by: Sequence[str], runs_schema: pl.Schema) -> list[pl.Expr]:
     """Expressions over ``runs`` for group names: a runs column, or ``label.KEY``."""
-    exprs = []
-    for col in by:
-        if col.startswith(LABEL_PREFIX) and len(col) > len(LABEL_PREFIX):
-            exprs.append(label(col[len(LABEL_PREFIX) :]))
-        elif col in runs_schema and col != "labels":
-            exprs.append(pl.col(col))
-        else:
-            columns = ", ".join(sorted(c for c in runs_schema if c != "labels"))
+    return [_runs_expr(col, runs_schema, "group by") for col in by]
+
+
+def where_conditions(where: Sequence[str], runs_schema: pl.Schema) -> list[pl.Expr]:
+    """Conditions over ``runs`` for filters ``label.KEY=VALUE`` or ``COLUMN=VALUE``.
+
+    A column's value is compared as text (a run with no such label, or a
+    null column, is left out). Several filters are ANDed by the caller.
+
+    Examples
+    --------
+    >>> runs = pl.DataFrame({"repo": ["a", "b"], "labels": [[{"key": "team", "value": "x"}], []]},
+    ...                     schema={"repo": pl.String, "labels": pl.Map(pl.String, pl.String)})
+    >>> [runs.filter(c).height for c in where_conditions(["repo=a", "label.team=x"], runs.schema)]
+    [1, 1]
+    >>> where_conditions(["team=x"], runs.schema)
+    Traceback (most recent call last):
+    ...
+    ocp_analytics.exceptions.OcpAnalyticsError: cannot filter on 'team': it is not a column of runs.
+    <BLANKLINE>
+    Hint: use a runs column (repo) or label.KEY.
+    """
+    conds = []
+    for text in [where] if isinstance(where, str) else where:
+        col, eq, value = text.partition("=")
+        if not eq or not col.strip():
             raise OcpAnalyticsError(
                 hint(
-                    f"cannot group by {col!r}: it is not a column of runs.",
-                    f"use a runs column ({columns}) or label.KEY.",
+                    f"cannot read the filter {text!r}.",
+                    "write label.KEY=VALUE or COLUMN=VALUE, e.g. label.team=payments.",
                 )
             )
-    return exprs
+        expr = _runs_expr(col.strip(), runs_schema, "filter on")
+        conds.append(expr.cast(pl.String) == value)
+    return conds
 
 
 def check_tier(tier: str | None) -> Tier | None:
@@ -234,31 +311,47 @@ def distribution(hist: pl.LazyFrame, keys: Sequence[str]) -> pl.LazyFrame:
     )
 
 
+# per (group, rule) cell of the comparison matrix: the rate, its bounds, its counts
+MATRIX_CELL = {
+    "accept_rate": "",
+    "ci_low": "__low",
+    "ci_high": "__high",
+    "runs": "__runs",
+    "decided": "__decided",
+    "accepted": "__accepted",
+}
+
+
 def compare_matrix(long: pl.DataFrame, names: list[str], groups: list[str]) -> pl.DataFrame:
     """Rates (one row per group and rule) as the comparison matrix.
 
     One row per group (a single row ``_all = "all"`` without groups) and, per
-    rule in ``names`` order, its accept rate ``<rule>`` and bounds
-    ``<rule>__low``, ``<rule>__high``.
+    rule in ``names`` order, its accept rate ``<rule>``, bounds
+    ``<rule>__low``, ``<rule>__high`` and the counts beside the rate:
+    ``<rule>__runs``, ``<rule>__decided``, ``<rule>__accepted``.
+
+    Examples
+    --------
+    >>> long = pl.DataFrame({"rule": ["x"], "runs": [5], "accepted": [2], "rejected": [1],
+    ...                      "accept_rate": [2 / 3], "ci_low": [0.2], "ci_high": [0.9]})
+    >>> compare_matrix(long, ["x"], []).row(0)
+    ('all', 0.6666666666666666, 0.2, 0.9, 5, 3, 2)
     """
     keys = groups or ["_all"]
     if not groups:
         long = long.with_columns(pl.lit("all").alias("_all"))
+    long = long.with_columns((pl.col("accepted") + pl.col("rejected")).alias("decided"))
     matrix = long.pivot(
         on="rule",
         on_columns=names,
         index=keys,
-        values=["accept_rate", "ci_low", "ci_high"],
+        values=list(MATRIX_CELL),
         aggregate_function="first",
     )
-    ren = {}
-    for n in names:
-        ren[f"accept_rate_{n}"] = n
-        ren[f"ci_low_{n}"] = f"{n}__low"
-        ren[f"ci_high_{n}"] = f"{n}__high"
+    ren = {f"{v}_{n}": f"{n}{suffix}" for n in names for v, suffix in MATRIX_CELL.items()}
     matrix = matrix.rename({k: v for k, v in ren.items() if k in matrix.columns})
-    ordered = [c for n in names for c in (n, f"{n}__low", f"{n}__high") if c in matrix.columns]
-    return matrix.select(*keys, *ordered)
+    ordered = [f"{n}{suffix}" for n in names for suffix in MATRIX_CELL.values()]
+    return matrix.select(*keys, *(c for c in ordered if c in matrix.columns))
 
 
 def format_rate(rate: float | None, low: float | None, high: float | None) -> str:

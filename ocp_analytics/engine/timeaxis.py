@@ -4,7 +4,7 @@ A run's time is its ``ended_at``, or its ``started_at`` when it has no end
 (a run still going, or one whose producer did not record the end). A run with
 neither is outside every window and has no period. Windows are half-open,
 ``since <= time < until``; a window with a start and no end ends at
-``as_of``, the instant of knowledge (SEMANTICS §10). Periods are UTC
+``as_of``, the instant of knowledge (docs/time.md). Periods are UTC
 calendar buckets: days, weeks starting on Monday, months.
 """
 
@@ -20,8 +20,55 @@ from ocp_analytics.exceptions import OcpAnalyticsError, hint
 
 # Each period's polars interval; the keys are the words of ``Period``, in order.
 PERIODS: dict[Period, str] = {"day": "1d", "week": "1w", "month": "1mo"}
-_DURATION = re.compile(r"^\s*(\d+)\s*(m|h|d|w)\s*$")
-_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+# Minutes and months never share a letter: ``1m`` read as one minute once
+# turned a month's question into a minute's answer, so a bare ``m`` is refused.
+_DURATION = re.compile(r"^\s*(\d+)\s*(min|h|d|w|mo|m)\s*$")
+_UNITS = {"min": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+_DURATION_HINT = (
+    "give an instant (2026-11-01T00:00:00Z, 2026-11-01) or a duration before as_of: "
+    "90min, 12h, 30d, 2w or 3mo (calendar months)."
+)
+
+
+def _months_before(when: datetime, months: int) -> datetime:
+    """``when`` moved back ``months`` calendar months, the day clipped to the month's last."""
+    index = when.year * 12 + when.month - 1 - months
+    year, month = divmod(index, 12)
+    month += 1
+    following = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=when.tzinfo)
+    last_day = (following - timedelta(days=1)).day
+    return when.replace(year=year, month=month, day=min(when.day, last_day))
+
+
+def _duration_before(value: str, as_of: datetime, what: str) -> datetime | None:
+    """The instant ``value`` (a duration such as ``30d``) before ``as_of``; None if no duration.
+
+    Examples
+    --------
+    >>> when = datetime(2026, 3, 31, tzinfo=UTC)
+    >>> _duration_before("1mo", when, "since").isoformat()
+    '2026-02-28T00:00:00+00:00'
+    >>> _duration_before("90min", when, "since").isoformat()
+    '2026-03-30T22:30:00+00:00'
+    >>> _duration_before("1m", when, "since")
+    Traceback (most recent call last):
+    ...
+    ocp_analytics.exceptions.OcpAnalyticsError: since '1m' is ambiguous: ...
+    """
+    m = _DURATION.match(value)
+    if m is None:
+        return None
+    count, unit = int(m.group(1)), m.group(2)
+    if unit == "m":
+        raise OcpAnalyticsError(
+            hint(
+                f"{what} {value!r} is ambiguous: m could be minutes or months.",
+                f"write {count}min for minutes or {count}mo for calendar months.",
+            )
+        )
+    if unit == "mo":
+        return _months_before(as_of, count)
+    return as_of - timedelta(**{_UNITS[unit]: count})
 
 
 def resolve_as_of(as_of: When) -> datetime:
@@ -55,18 +102,14 @@ def _instant(value: When, as_of: datetime, what: str) -> datetime | None:
     if value is None:
         return None
     if isinstance(value, str):
-        m = _DURATION.match(value)
-        if m:
-            return as_of - timedelta(**{_UNITS[m.group(2)]: int(m.group(1))})
+        before = _duration_before(value, as_of, what)
+        if before is not None:
+            return before
         try:
             return resolve_as_of(value)
         except OcpAnalyticsError:
             raise OcpAnalyticsError(
-                hint(
-                    f"cannot read {what} {value!r}.",
-                    "give an instant (2026-11-01T00:00:00Z, 2026-11-01) or a duration "
-                    "before as_of (30d, 12h, 2w, 90m).",
-                )
+                hint(f"cannot read {what} {value!r}.", _DURATION_HINT)
             ) from None
     return resolve_as_of(value)
 
@@ -74,7 +117,7 @@ def _instant(value: When, as_of: datetime, what: str) -> datetime | None:
 def resolve_window(
     since: When, until: When, as_of: When
 ) -> tuple[datetime | None, datetime | None]:
-    """The window ``[since, until)`` as UTC instants (SEMANTICS §10).
+    """The window ``[since, until)`` as UTC instants (docs/time.md).
 
     Durations (``30d``) count back from ``as_of``, and a window with a start
     and no end ends at ``as_of``: ``as_of`` is the instant of knowledge, so

@@ -2,7 +2,8 @@
 
 Shared by ingestion (the link is stored with each signal at ingest) and the
 engine (which links parts written before the link was stored): the one home
-of SEMANTICS §8's attempt order and of §11's commit kinds. Pure; imports only
+of the attempt order (docs/figures.md "The attempt at acceptance") and of
+the commit kinds of late events (docs/late-events.md). Pure; imports only
 polars.
 """
 
@@ -31,7 +32,9 @@ def _place(*keys: str) -> pl.Expr:
 
 
 def attempt_positions(attempts: pl.LazyFrame) -> pl.LazyFrame:
-    """(doc_id, at_attempt) → ``pos``, ``n``, ``round`` of each attempt (SEMANTICS §8).
+    """(doc_id, at_attempt) → ``pos``, ``n``, ``round`` of each attempt.
+
+    docs/figures.md, "The attempt at acceptance".
 
     Attempts are ordered by ``started_at`` (unknown last), then position;
     ``pos`` is the 1-based place in that order; ``n`` falls back to the place

@@ -1,4 +1,4 @@
-"""Acceptance rules: the model, reading and validation (SEMANTICS §3).
+"""Acceptance rules: the model, reading and validation (docs/figures.md, "The rule").
 
 One validator (:func:`check_rule_object`) serves both the rules recorded in
 documents (a defect marks the rule invalid) and the alternative rules a user
@@ -158,7 +158,7 @@ def _check_score(score: Any) -> list[RuleProblem]:
 
 
 def check_rule_object(obj: Any) -> list[RuleProblem]:
-    """Every reason an OCP ``acceptance_rule`` object cannot be read (SEMANTICS §3).
+    """Every reason an OCP ``acceptance_rule`` object cannot be read (docs/figures.md, "The rule").
 
     An empty list means the rule is valid. ``name`` and ``definition`` are not
     needed to evaluate a rule and are not checked here.
@@ -299,8 +299,22 @@ def parse_short_rule(text: str) -> Rule:
     ScoreTarget(name='bench_score', target=2400.0, better='higher', scale=None)
     >>> parse_short_rule("tests+review").requires
     ('tests', 'review')
+    >>> parse_short_rule("tests,review")
+    Traceback (most recent call last):
+    ...
+    ocp_analytics.exceptions.RuleError: rule 'tests,review': a comma does not join verdicts.
+    <BLANKLINE>
+    Hint: write 'tests+review' (verdict names joined by '+'), or give each rule on its own.
     """
     spec = text.strip()
+    if "," in spec:  # read as one verdict named "tests,review", it would pass no run
+        joined = "+".join(t.strip() for t in spec.split(",") if t.strip())
+        raise RuleError(
+            hint(
+                f"rule {text!r}: a comma does not join verdicts.",
+                f"write {joined!r} (verdict names joined by '+'), or give each rule on its own.",
+            )
+        )
     requires: list[str] = []
     score: ScoreTarget | None = None
     for token in (t.strip() for t in spec.split("+")):

@@ -131,20 +131,34 @@ def _trend_chart(trend: pl.DataFrame, by: Sequence[str], names: Sequence[str]) -
     )
 
 
+# A matrix cell is coloured only when at least this share of its runs was
+# decided under the rule; below it the cell is grey (docs/report.md, "The matrix").
+DECIDED_FLOOR = 0.2
+
+
 def _heatmap_chart(long: pl.DataFrame, names: Sequence[str]) -> Any:
-    """The compare matrix: accept rate per group (rows) and rule (columns)."""
+    """The compare matrix: accept rate per group (rows) and rule (columns), "of n decided" below.
+
+    A cell whose decided share is under :data:`DECIDED_FLOOR` is grey with
+    "–": a rule a team records no verdict for is not a red 0 %.
+    """
     import altair as alt
 
     if long.is_empty():
         return None
+    shown = pl.col("accept_rate").is_not_null() & (
+        pl.col("decided_share").fill_null(0.0) >= DECIDED_FLOOR
+    )
     data = long.with_columns(
-        pl.when(pl.col("accept_rate").is_null())
-        .then(pl.lit("–"))
-        .otherwise((pl.col("accept_rate") * 100).round(0).cast(pl.Int64).cast(pl.String) + "%")
+        pl.when(shown)
+        .then((pl.col("accept_rate") * 100).round(0).cast(pl.Int64).cast(pl.String) + " %")
+        .otherwise(pl.lit("–"))
         .alias("label"),
+        ("of " + pl.col("decided").cast(pl.String) + " decided").alias("count_label"),
+        pl.when(shown).then(pl.col("accept_rate")).alias("shown_rate"),
     )
     n_rules, n_groups = data["rule"].n_unique(), data["group"].n_unique()
-    cell = max(28, min(60, (WIDTH - 140) // max(n_rules, 1)))
+    cell = max(70, min(90, (WIDTH - 140) // max(n_rules, 1)))
     x = alt.X("rule:N", title=None, sort=list(names), axis=alt.Axis(labelAngle=-35, orient="top"))
     y = alt.Y("group:N", title=None)
     base = alt.Chart(data).encode(x=x, y=y)
@@ -153,23 +167,24 @@ def _heatmap_chart(long: pl.DataFrame, names: Sequence[str]) -> Any:
         base.mark_rect()
         .encode(
             color=alt.Color(
-                "accept_rate:Q",
+                "shown_rate:Q",
                 title="accept rate",
                 scale=alt.Scale(domain=[0, 1], scheme="redyellowgreen"),
                 legend=alt.Legend(format="%"),
             )
         )
-        .transform_filter("isValid(datum.accept_rate)")
+        .transform_filter("isValid(datum.shown_rate)")
     )
-    text = base.mark_text(fontSize=10).encode(
-        text="label:N",
-        color=alt.condition(
-            "isValid(datum.accept_rate) && (datum.accept_rate < 0.2 || datum.accept_rate > 0.85)",
-            alt.value("white"),
-            alt.value("#222"),
-        ),
+    ink = alt.condition(
+        "isValid(datum.shown_rate) && (datum.shown_rate < 0.2 || datum.shown_rate > 0.85)",
+        alt.value("white"),
+        alt.value("#222"),
     )
-    return alt.layer(empty, rect, text).properties(width=cell * n_rules, height=22 * n_groups)
+    rate = base.mark_text(fontSize=10, dy=-6).encode(text="label:N", color=ink)
+    count = base.mark_text(fontSize=8, dy=7).encode(text="count_label:N", color=ink)
+    return alt.layer(empty, rect, rate, count).properties(
+        width=cell * n_rules, height=32 * n_groups
+    )
 
 
 def _flips_chart(flips: pl.DataFrame) -> Any:

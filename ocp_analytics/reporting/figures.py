@@ -10,6 +10,7 @@ those functions), plus the dataset's ``quarantine`` and ``findings``.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import polars as pl
@@ -27,8 +28,10 @@ FIGURES = {
     "headline": "per rule: runs, accept rate with 95 % Wilson interval, decided share, "
     "provisional runs, the previous window's rate, the change and whether the intervals part",
     "rates_by_period": "oa.rates(by=..., period=...): accept rate per period, group and rule",
-    "compare_matrix": "oa.compare matrix: a row per group; <rule>, <rule>__low, <rule>__high",
-    "rates_by_group": "the compare matrix as rows: group, rule, accept_rate, ci_low, ci_high",
+    "compare_matrix": "oa.compare matrix: a row per group; <rule>, <rule>__low, <rule>__high, "
+    "<rule>__runs, <rule>__decided, <rule>__accepted",
+    "rates_by_group": "the compare matrix as rows: group, rule, accept_rate, ci_low, ci_high, "
+    "runs, decided, accepted, decided_share",
     "flips": "per ordered rule pair: runs accepted under rule_a, not rule_b (flip_share of the "
     "runs compared), sample run ids; paired table a, b, c, d over the n runs decided under "
     "both, difference of accept rates with Newcombe's interval, McNemar p_value, Holm p_holm",
@@ -94,6 +97,7 @@ def _evaluate(ctx: Context) -> dict[str, pl.DataFrame]:
     from ocp_analytics.api import _carry, _empty
     from ocp_analytics.engine.evaluate import run
     from ocp_analytics.engine.flips import FlipPartials
+    from ocp_analytics.engine.known import KnownNames
     from ocp_analytics.engine.rates import RatePartials
     from ocp_analytics.engine.timeaxis import run_time
 
@@ -109,7 +113,19 @@ def _evaluate(ctx: Context) -> dict[str, pl.DataFrame]:
     sinks: list[Sink] = [head, _Current(trend), _Current(by_group), _Current(flips)]
     previous = ctx.previous()
     lo = previous[0] if previous else since
-    run(ctx.dataset, ctx.rules, ctx.as_of, sinks, since=lo, until=ctx.until, carry=carry_all)
+    known = KnownNames(ctx.rules)
+    run(
+        ctx.dataset,
+        ctx.rules,
+        ctx.as_of,
+        sinks,
+        since=lo,
+        until=ctx.until,
+        carry=carry_all,
+        known=known,
+    )
+    for message in known.messages():  # the page shows them as banners (page.report)
+        warnings.warn(message, UserWarning, stacklevel=2)
     empty = _empty(["_w", *keys], {"_w": pl.Boolean(), keys[0]: pl.Datetime("us", "UTC")})
 
     def frame(lazy: pl.LazyFrame) -> pl.DataFrame:
@@ -159,18 +175,28 @@ def _matrix(long: pl.DataFrame, by: Sequence[str], names: Sequence[str]) -> pl.D
     keys = list(by) or ["_all"]
     if not by:
         long = long.with_columns(pl.lit("all").alias("_all"))
+    long = long.with_columns(
+        pl.col("runs").cast(pl.Int64),
+        (pl.col("accepted") + pl.col("rejected")).cast(pl.Int64).alias("decided"),
+        pl.col("accepted").cast(pl.Int64),
+    )
+    parts = {"accept_rate": "", "ci_low": "__low", "ci_high": "__high"}
+    parts |= {"runs": "__runs", "decided": "__decided", "accepted": "__accepted"}
     matrix = long.pivot(
         on="rule",
         on_columns=list(names),
         index=keys,
-        values=["accept_rate", "ci_low", "ci_high"],
+        values=list(parts),
         aggregate_function="first",
     )
-    ren: dict[str, str] = {}
-    for n in names:
-        ren |= {f"accept_rate_{n}": n, f"ci_low_{n}": f"{n}__low", f"ci_high_{n}": f"{n}__high"}
+    ren = {f"{v}_{n}": f"{n}{suffix}" for n in names for v, suffix in parts.items()}
     matrix = matrix.rename({k: v for k, v in ren.items() if k in matrix.columns})
-    ordered = [c for n in names for c in (n, f"{n}__low", f"{n}__high") if c in matrix.columns]
+    ordered = [
+        c
+        for n in names
+        for c in (f"{n}{suffix}" for suffix in parts.values())
+        if c in matrix.columns
+    ]
     return matrix.select(*keys, *ordered)
 
 
@@ -194,6 +220,23 @@ def _matrix_long(matrix: pl.DataFrame, by: Sequence[str], names: Sequence[str]) 
         return pl.DataFrame(schema=schema)
     long = pl.concat(parts)
     return long.select(group_label(by), pl.all().exclude(keys)).cast(schema)  # type: ignore[arg-type]
+
+
+def _with_counts(long: pl.DataFrame, by_group: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame:
+    """The matrix rows with the counts each rate rests on (runs, decided, accepted, share)."""
+    decided = (pl.col("accepted") + pl.col("rejected")).cast(pl.Int64)
+    counts = by_group.select(
+        group_label(by),
+        "rule",
+        pl.col("runs").cast(pl.Int64),
+        decided.alias("decided"),
+        pl.col("accepted").cast(pl.Int64),
+    )
+    out = long.join(counts, on=["group", "rule"], how="left", nulls_equal=True)
+    share = pl.when(pl.col("runs") > 0).then(pl.col("decided") / pl.col("runs"))
+    return out.with_columns(
+        pl.col("runs", "decided", "accepted").fill_null(0), share.alias("decided_share")
+    )
 
 
 def _flips(flips: pl.DataFrame) -> pl.DataFrame:
@@ -262,7 +305,9 @@ def build_figures(ctx: Context) -> dict[str, pl.DataFrame]:
         "headline": head,
         "rates_by_period": ev["trend"],
         "compare_matrix": matrix,
-        "rates_by_group": _matrix_long(matrix, ctx.by, ctx.names),
+        "rates_by_group": _with_counts(
+            _matrix_long(matrix, ctx.by, ctx.names), ev["by_group"], ctx.by
+        ),
         "flips": _flips(ev["flips"]),
         "attempts_distribution": ev["attempts"],
         "tier_mix": _tier_mix(head),

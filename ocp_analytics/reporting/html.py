@@ -7,28 +7,36 @@ and the notes on what a chart leaves out. The page holds no script.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, TypedDict
 
 import polars as pl
 
-from ocp_analytics.reporting.charts import MAX_ATTEMPTS, MAX_GROUPS, MAX_LINES, svg_charts
+from ocp_analytics.reporting.charts import (
+    DECIDED_FLOOR,
+    MAX_ATTEMPTS,
+    MAX_GROUPS,
+    MAX_LINES,
+    svg_charts,
+)
 from ocp_analytics.reporting.context import Context
 from ocp_analytics.reporting.figures import TOP_FLIPS, group_label, top_flips
+from ocp_analytics.reporting.numbers import interval_text, pct, rate_text
 
 
 def _pct(v: Any, digits: int = 1) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "–"
-    return f"{100 * v:.{digits}f}%"
+    return pct(v, digits)
 
 
 def _rate(row: dict[str, Any], prefix: str = "") -> str:
-    from ocp_analytics.engine.rates import format_rate
-
-    return format_rate(row[f"{prefix}accept_rate"], row[f"{prefix}ci_low"], row[f"{prefix}ci_high"])
+    """The rate with its interval and decided runs (``66.0 % [65.7–66.3] of 1,234 decided``)."""
+    decided = None
+    if f"{prefix}accepted" in row and f"{prefix}rejected" in row:
+        decided = (row[f"{prefix}accepted"] or 0) + (row[f"{prefix}rejected"] or 0)
+    return rate_text(
+        row[f"{prefix}accept_rate"], row[f"{prefix}ci_low"], row[f"{prefix}ci_high"], decided
+    )
 
 
 def _change(row: dict[str, Any]) -> str:
@@ -128,7 +136,8 @@ def _cards(head: pl.DataFrame, previous: bool) -> list[dict[str, str]]:
             "label": "accept rate",
             "value": _pct(r["accept_rate"]),
             "note": "95 % interval "
-            + (_rate(r).split(" ", 1)[1] if r["accept_rate"] is not None else "–"),
+            + interval_text(r["ci_low"], r["ci_high"])
+            + f" of {r['accepted'] + r['rejected']:,} decided",
         },
         {
             "label": "decided share",
@@ -205,6 +214,30 @@ def _tables(figs: dict[str, pl.DataFrame]) -> dict[str, Any]:
     }
 
 
+class PageExtras(TypedDict):
+    """What the page says beside its figures: the data's freshness and the warnings."""
+
+    freshness: dict[str, Any]
+    banners: list[str]
+
+
+def _freshness_text(fresh: dict[str, Any]) -> str:
+    """The headline's freshness line: newest run end and last ingest, before as_of."""
+    if not fresh:
+        return ""
+    run = fresh.get("newest_run_end")
+    ingest = fresh.get("last_ingest")
+    parts = [
+        "no run has ended"
+        if run is None
+        else f"newest run ended {_iso(run)} ({fresh['newest_run_end_age']} before as_of)",
+        "no ingest recorded"
+        if ingest is None
+        else f"last ingest {_iso(ingest)} ({fresh['last_ingest_age']} before as_of)",
+    ]
+    return "; ".join(parts)
+
+
 class PageMeta(TypedDict):
     """What the page says of its files: its title, the dataset, the data folder and format."""
 
@@ -215,7 +248,11 @@ class PageMeta(TypedDict):
 
 
 def render_html(
-    figs: dict[str, pl.DataFrame], ctx: Context, links: dict[str, str], meta: PageMeta
+    figs: dict[str, pl.DataFrame],
+    ctx: Context,
+    links: dict[str, str],
+    meta: PageMeta,
+    extras: PageExtras,
 ) -> str:
     """The page: jinja2 template ``report.html.j2`` around the SVG charts and tables.
 
@@ -242,4 +279,7 @@ def render_html(
         **_notes(figs, ctx),
         **_tables(figs),
         links=links,
+        freshness=_freshness_text(extras["freshness"]),
+        banners=extras["banners"],
+        decided_floor=pct(DECIDED_FLOOR, 0),
     )

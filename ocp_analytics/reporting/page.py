@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +29,8 @@ from ocp_analytics._typing import Period, RulesLike, StoreLike, When
 from ocp_analytics.exceptions import MissingExtraError, OcpAnalyticsError, hint
 from ocp_analytics.reporting.context import Context, resolve_context
 from ocp_analytics.reporting.figures import FIGURES, build_figures
-from ocp_analytics.reporting.html import PageMeta, render_html
+from ocp_analytics.reporting.freshness import check_staleness, freshness
+from ocp_analytics.reporting.html import PageExtras, PageMeta, render_html
 from ocp_analytics.store.dataset import Dataset
 
 EXTRA = "pip install 'ocp-analytics[report]'"
@@ -95,6 +97,7 @@ def write_page(
     title: str,
     dataset: str,
     data_format: DataFormat,
+    extras: PageExtras | None = None,
 ) -> None:
     """Write the page ``files.html``, linking to each data file by its path relative to the page."""
     base = files.html.resolve().parent
@@ -102,7 +105,8 @@ def write_page(
     data_dir = os.path.relpath(files.data_dir.resolve(), base)
     meta = PageMeta(title=title, dataset=dataset, data_dir=data_dir, data_format=data_format)
     files.html.parent.mkdir(parents=True, exist_ok=True)
-    files.html.write_text(render_html(figs, ctx, links, meta), encoding="utf-8")
+    html = render_html(figs, ctx, links, meta, extras or PageExtras(freshness={}, banners=[]))
+    files.html.write_text(html, encoding="utf-8")
 
 
 def report(
@@ -119,6 +123,7 @@ def report(
     data_format: DataFormat = "json",
     sample: int = 5,
     title: str = "Acceptance report",
+    max_staleness: When = None,
 ) -> ReportFiles:
     """Write the nightly report: one self-contained HTML page and the data of every figure.
 
@@ -150,6 +155,10 @@ def report(
         Run ids kept per flip.
     title
         The page title.
+    max_staleness
+        A duration (``2d``, ``12h``): when the newest run ended longer before
+        ``as_of``, raise :class:`OcpAnalyticsError` and write nothing, so a
+        scheduled chain cannot publish a stale page.
 
     Returns
     -------
@@ -158,6 +167,9 @@ def report(
 
     Raises
     ------
+    OcpAnalyticsError
+        When the data is older than ``max_staleness``, or ``data_out`` holds
+        the data of another page.
     MissingExtraError
         When altair, vl-convert-python or jinja2 is missing
         (``pip install 'ocp-analytics[report]'``).
@@ -177,7 +189,36 @@ def report(
     ctx = resolve_context(dataset, rules, by, since, until, as_of, period, sample)
     html = Path(out)
     folder = Path(data_out) if data_out is not None else html.with_name(f"{html.stem}-data")
-    figs = build_figures(ctx)
-    files = ReportFiles(html, folder, write_data(figs, folder, data_format, ctx.header()))
-    write_page(files, figs, ctx, title, str(getattr(dataset, "path", dataset)), data_format)
+    check_data_folder(folder, html)
+    fresh = freshness(ctx)
+    check_staleness(fresh, max_staleness, ctx.as_of)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        figs = build_figures(ctx)
+    banners = list(dict.fromkeys(str(w.message) for w in caught))
+    header = {**ctx.header(), "page": html.name, "freshness": fresh}
+    files = ReportFiles(html, folder, write_data(figs, folder, data_format, header))
+    extra = PageExtras(freshness=fresh, banners=banners)
+    write_page(files, figs, ctx, title, str(getattr(dataset, "path", dataset)), data_format, extra)
     return files
+
+
+def check_data_folder(folder: Path, html: Path) -> None:
+    """Raise when ``folder`` holds the data of another page (its ``index.json`` names it).
+
+    Two pages whose names share a stem (``nightly.html``, ``nightly.htm``), or a
+    ``--data-out`` given twice, would otherwise write one page's figures over
+    the other's.
+    """
+    index = folder / "index.json"
+    if not index.is_file():
+        return
+    page = orjson.loads(index.read_bytes()).get("page")
+    if page is not None and page != html.name:
+        raise OcpAnalyticsError(
+            hint(
+                f"the data folder {str(folder)!r} holds the data of the page {page!r}, "
+                f"not of {html.name!r}.",
+                "pass --data-out with a folder of its own, or name the page differently.",
+            )
+        )

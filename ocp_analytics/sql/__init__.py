@@ -250,8 +250,10 @@ def connect(
         objects, short forms (``"tests+review"``), a rules file, or a list.
         When given, they replace the rows of ``alternative_rules``.
     as_of
-        The instant late events are judged at, set as the DuckDB variable
-        ``ocp_as_of``; unset, each query uses its own now (to the second).
+        The instant of knowledge, set as the DuckDB variable ``ocp_as_of``:
+        a signal observed after it takes no part, and a window with
+        ``ocp_since`` and no ``ocp_until`` ends at it (docs/figures.md,
+        "as_of"); unset, each query uses its own now (to the second).
         Change it later with ``con.execute("SET VARIABLE ocp_as_of = ?", [t])``.
     database
         The DuckDB database to open (``":memory:"`` by default). In a

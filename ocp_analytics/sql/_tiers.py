@@ -50,7 +50,8 @@ def _rank_macro() -> str:
     last = len(OUTCOME_TIERS) - 1
     ranks = ", ".join(f"{t} {i}" for i, t in enumerate(OUTCOME_TIERS))
     return (
-        "-- ocp_tier_rank(tier): rank of an evidence tier word (SEMANTICS §7).\n--\n"
+        "-- ocp_tier_rank(tier): rank of an evidence tier word"
+        ' (docs/figures.md "tier and q").\n--\n'
         + _GENERATED
         + _comment(
             "Purpose",
@@ -69,7 +70,7 @@ def _word_macro() -> str:
     last = len(OUTCOME_TIERS) - 1
     words = " | ".join(OUTCOME_TIERS)
     return (
-        "-- ocp_tier_word(tier_rank): the tier word of a rank (SEMANTICS §7).\n--\n"
+        '-- ocp_tier_word(tier_rank): the tier word of a rank (docs/figures.md "tier and q").\n--\n'
         + _GENERATED
         + _comment(
             "Purpose",
@@ -87,7 +88,7 @@ def _q_macro() -> str:
     last = len(OUTCOME_TIERS) - 1
     qs = " | ".join(repr(TIER_Q[t]) for t in OUTCOME_TIERS)
     return (
-        "-- ocp_tier_q(tier_rank): q of a tier rank (SEMANTICS §7).\n--\n"
+        '-- ocp_tier_q(tier_rank): q of a tier rank (docs/figures.md "tier and q").\n--\n'
         + _GENERATED
         + _comment(
             "Purpose",

@@ -14,7 +14,7 @@
 -- timezone: pin the session time zone to UTC.
 --
 -- Purpose: naive timestamps, now() and TIMESTAMPTZ arithmetic must not depend
---   on the machine the query runs on (SEMANTICS §2; pitfalls note, DuckDB 2).
+--   on the machine the query runs on (docs/figures.md "Times"; pitfalls note, DuckDB 2).
 -- Parameters: none.
 -- Output: none (a session setting).
 SET TimeZone = 'UTC';
@@ -146,7 +146,7 @@ SET VARIABLE ocp_superseding = (
 --     INSERT INTO alternative_rules (name, requires) VALUES ('tests+review', ['tests', 'review']);
 --     INSERT INTO alternative_rules (name, score_name, score_target, score_better)
 --         VALUES ('runtime_s<=3600', 'runtime_s', 3600, 'lower');
---   NULL means "absent", with the defaults of SEMANTICS §3: requires [] (no
+--   NULL means "absent", with the defaults of docs/figures.md "The rule": requires [] (no
 --   verdict needed; duplicate names count once), no score part,
 --   excludes_events ['revert', 'incident'] ([] means no event excludes),
 --   window_days 14. score_scale does not change any figure.
@@ -227,7 +227,7 @@ UNION ALL
 SELECT 'findings', doc_id, run_id FROM ocp_all_versions('findings');
 
 -- ---- sql/macros/ocp_as_of.sql ----
--- ocp_as_of(): the instant of knowledge (SEMANTICS §1).
+-- ocp_as_of(): the instant of knowledge (docs/figures.md "as_of").
 --
 -- Purpose: one place that reads the as_of parameter; every as_of-dependent
 --   view calls it (latest_signals and run_features set aside the signals
@@ -243,7 +243,7 @@ CREATE OR REPLACE MACRO ocp_as_of() AS
 coalesce(CAST(getvariable('ocp_as_of') AS TIMESTAMPTZ), date_trunc('second', now()));
 
 -- ---- sql/macros/ocp_tier_rank.sql ----
--- ocp_tier_rank(tier): rank of an evidence tier word (SEMANTICS §7).
+-- ocp_tier_rank(tier): rank of an evidence tier word (docs/figures.md "tier and q").
 --
 -- GENERATED from ocp_analytics.schemas (OUTCOME_TIERS, TIER_Q) by
 --   `python -m ocp_analytics.sql`: edit schemas.py, then regenerate.
@@ -260,7 +260,7 @@ CASE lower(tier)
 END;
 
 -- ---- sql/macros/ocp_tier_word.sql ----
--- ocp_tier_word(tier_rank): the tier word of a rank (SEMANTICS §7).
+-- ocp_tier_word(tier_rank): the tier word of a rank (docs/figures.md "tier and q").
 --
 -- GENERATED from ocp_analytics.schemas (OUTCOME_TIERS, TIER_Q) by
 --   `python -m ocp_analytics.sql`: edit schemas.py, then regenerate.
@@ -278,7 +278,7 @@ CASE tier_rank
 END;
 
 -- ---- sql/macros/ocp_tier_q.sql ----
--- ocp_tier_q(tier_rank): q of a tier rank (SEMANTICS §7).
+-- ocp_tier_q(tier_rank): q of a tier rank (docs/figures.md "tier and q").
 --
 -- GENERATED from ocp_analytics.schemas (OUTCOME_TIERS, TIER_Q) by
 --   `python -m ocp_analytics.sql`: edit schemas.py, then regenerate.
@@ -295,7 +295,7 @@ CASE tier_rank
 END;
 
 -- ---- sql/macros/ocp_verdict_state.sql ----
--- ocp_verdict_state(value_text): what a verdict value says (SEMANTICS §5).
+-- ocp_verdict_state(value_text): what a verdict value says (docs/figures.md "outcome and reasons").
 --
 -- Purpose: lower-cased, 'accept' or 'pass' reads 'pass'; 'reject' or 'fail'
 --   reads 'fail'; anything else ('error', 'approved', '', NULL, the JSON
@@ -309,7 +309,7 @@ CASE
 END;
 
 -- ---- sql/macros/ocp_signal_order.sql ----
--- ocp_signal_order(observed_at, sig_idx): the order in which signals become "the latest" (SEMANTICS §4).
+-- ocp_signal_order(observed_at, sig_idx): the order in which signals become "the latest" (docs/figures.md "Which signal counts").
 --
 -- Purpose: one sort key, so that arg_max(x, ocp_signal_order(...)) picks
 --   the latest signal of a group: an unknown time sorts before every known
@@ -336,20 +336,24 @@ CREATE OR REPLACE MACRO ocp_z95() AS CAST('1.959963984540054' AS DOUBLE);
 -- ---- sql/macros/ocp_wilson.sql ----
 -- ocp_wilson(successes, n, side): one bound of the 95 % Wilson score interval.
 --
--- Purpose: the interval on accept_rate (SEMANTICS §10). The operations and
+-- Purpose: the interval on accept_rate (docs/figures.md, "The Wilson interval"). The operations and
 --   their order are those of ocp_analytics.engine.rates.wilson, so both engines give
 --   the same doubles: with p = successes / n,
 --     centre = (p + z²/(2n)) / (1 + z²/n)
 --     half   = z · sqrt(p(1 − p)/n + z²/(4n²)) / (1 + z²/n)
---   and the bound is centre + side · half.
+--   and the bound is centre − half ('low') or centre + half ('high').
 -- Parameters: successes BIGINT, n BIGINT (NULL result when n = 0),
---   side -1 (lower bound) or 1 (upper bound).
+--   side 'low' or 'high' (the numbers -1 and 1 are read the same way).
 -- Output: DOUBLE.
 CREATE OR REPLACE MACRO ocp_wilson(successes, n, side) AS
 CASE WHEN n > 0 THEN
     (CAST(successes AS DOUBLE) / CAST(n AS DOUBLE) + ocp_z95() * ocp_z95() / (2 * CAST(n AS DOUBLE)))
         / (1 + ocp_z95() * ocp_z95() / CAST(n AS DOUBLE))
-    + side * (
+    + CASE CAST(side AS VARCHAR)
+        WHEN 'low' THEN -1 WHEN '-1' THEN -1 WHEN 'high' THEN 1 WHEN '1' THEN 1
+        ELSE error('ocp_wilson: side is ' || coalesce('''' || CAST(side AS VARCHAR) || '''', 'NULL')
+            || '. Hint: use ''low'' or ''high''.')
+    END * (
         ocp_z95() * sqrt(
             CAST(successes AS DOUBLE) / CAST(n AS DOUBLE)
                 * (1 - CAST(successes AS DOUBLE) / CAST(n AS DOUBLE)) / CAST(n AS DOUBLE)
@@ -360,7 +364,7 @@ CASE WHEN n > 0 THEN
 END;
 
 -- ---- sql/macros/ocp_rate_counts.sql ----
--- ocp_rate_counts(outcome, attempts_to_acceptance, accepted_attempt_n, tier, window_open, as_of): what rates count in one group of acceptance rows (SEMANTICS §10).
+-- ocp_rate_counts(outcome, attempts_to_acceptance, accepted_attempt_n, tier, window_open, as_of): what rates count in one group of acceptance rows (docs/figures.md "Per group: rates").
 --
 -- Purpose: the one home of the aggregates behind every rates figure
 --   (views/rates.sql and sql/queries/rates_by*.sql). An aggregate macro: it
@@ -410,7 +414,7 @@ CREATE OR REPLACE MACRO ocp_rate_counts(
 };
 
 -- ---- sql/macros/ocp_rate_figures.sql ----
--- ocp_rate_figures(counts): the published rates columns of one group, from its ocp_rate_counts (SEMANTICS §10).
+-- ocp_rate_figures(counts): the published rates columns of one group, from its ocp_rate_counts (docs/figures.md "Per group: rates").
 --
 -- Purpose: the one home of the final rates computation, shared by
 --   views/rates.sql and sql/queries/rates_by*.sql (the twin of
@@ -431,8 +435,8 @@ CREATE OR REPLACE MACRO ocp_rate_figures(counts) AS {
         WHEN counts.accepted + counts.rejected > 0
             THEN CAST(counts.accepted AS DOUBLE) / (counts.accepted + counts.rejected)
     END,
-    'ci_low': ocp_wilson(counts.accepted, counts.accepted + counts.rejected, -1),
-    'ci_high': ocp_wilson(counts.accepted, counts.accepted + counts.rejected, 1),
+    'ci_low': ocp_wilson(counts.accepted, counts.accepted + counts.rejected, 'low'),
+    'ci_high': ocp_wilson(counts.accepted, counts.accepted + counts.rejected, 'high'),
     'decided_share': CAST(counts.accepted + counts.rejected AS DOUBLE) / counts.runs,
     'attempts_mean': counts.attempts_mean,
     'attempts_median': counts.attempts_median,
@@ -603,7 +607,7 @@ SELECT *
 FROM ocp_all_versions('quarantine');
 
 -- ---- sql/views/events.sql ----
--- events: every stored late event (SEMANTICS §11), matched to a run or not.
+-- events: every stored late event (docs/figures.md "Late events that arrive apart from the run"), matched to a run or not.
 --
 -- Purpose: late events arrive apart from their run (ocp-analytics
 --   ingest-events); each is stored once by event_id (the first stored record
@@ -619,7 +623,7 @@ SELECT *
 FROM ocp_all_versions('events');
 
 -- ---- sql/views/matched_events.sql ----
--- matched_events: late events matched to the current runs they concern (SEMANTICS §11).
+-- matched_events: late events matched to the current runs they concern (docs/figures.md "Late events that arrive apart from the run").
 --
 -- Purpose: a run names its commits by its artifacts whose kind is 'commit'
 --   or 'merge' (the artifact's path, else its id); an event about one of
@@ -676,7 +680,7 @@ WHERE commit NOT IN (
 );
 
 -- ---- sql/views/attempt_positions.sql ----
--- attempt_positions: where each attempt id of a run version stands (SEMANTICS §8).
+-- attempt_positions: where each attempt id of a run version stands (docs/figures.md "The attempt at acceptance").
 --
 -- Purpose: order the run's attempts by started_at with an unknown time LAST,
 --   then by position in the document (att_idx). pos is the 1-based place in
@@ -717,7 +721,7 @@ WHERE attempt_id IS NOT NULL
 QUALIFY row_number() OVER (PARTITION BY doc_id, attempt_id ORDER BY pos) = 1;
 
 -- ---- sql/views/latest_signals.sql ----
--- latest_signals: the latest verdict and the latest numeric score of every (run version, name) known at as_of (SEMANTICS §4–§5, §8).
+-- latest_signals: the latest verdict and the latest numeric score of every (run version, name) known at as_of (docs/figures.md "Per run: the acceptance table").
 --
 -- Purpose: as_of is the instant of knowledge, so a signal whose observed_at
 --   is a known time after ocp_as_of() is set aside first (not yet observed;
@@ -795,7 +799,7 @@ SELECT
 FROM latest;
 
 -- ---- sql/views/latest_verdicts.sql ----
--- latest_verdicts: the latest verdict of every (run version, name) known at as_of (SEMANTICS §4–§5).
+-- latest_verdicts: the latest verdict of every (run version, name) known at as_of (docs/figures.md "Which signal counts", "outcome and reasons").
 --
 -- Purpose: the verdict rows of latest_signals: within one document, for one
 --   verdict name, among the verdicts not observed after as_of, the one with
@@ -814,7 +818,7 @@ FROM latest_signals
 WHERE kind = 'verdict';
 
 -- ---- sql/views/latest_scores.sql ----
--- latest_scores: the latest numeric score of every (run version, name) known at as_of (SEMANTICS §4).
+-- latest_scores: the latest numeric score of every (run version, name) known at as_of (docs/figures.md "Which signal counts").
 --
 -- Purpose: the score rows of latest_signals: only scores not observed after
 --   as_of whose value is a JSON number count; among those, the latest
@@ -833,7 +837,7 @@ FROM latest_signals
 WHERE kind = 'score';
 
 -- ---- sql/views/run_features.sql ----
--- run_features: one row per run with every signal a rule can read (SEMANTICS §4–§8).
+-- run_features: one row per run with every signal a rule can read (docs/figures.md "Per run: the acceptance table").
 --
 -- Purpose: the per-run feature step, done once whatever the number of
 --   rules (the engine's feature table): the latest verdict and the latest
@@ -890,7 +894,7 @@ WITH signals_by_run AS (
 ),
 event_signals AS (
     -- the run's own event signals, then the late events matched to it
-    -- (SEMANTICS §11: as if appended to run.signals, sig_idx >= 2^32)
+    -- (docs/late-events.md: as if appended to run.signals, sig_idx >= 2^32)
     SELECT doc_id, CAST(sig_idx AS BIGINT) AS sig_idx, name, observed_at, tier
     FROM signals
     WHERE kind = 'event'
@@ -930,7 +934,7 @@ LEFT JOIN events AS e ON e.doc_id = r.doc_id;
 --   alternative rule. DuckDB builds that small side and streams the runs
 --   through it (see rules_to_join), so no runs × rules table is ever held,
 --   and the features are read once.
---   The defaults of SEMANTICS §3 are applied once per rule (per run for
+--   The defaults of docs/figures.md "The rule" are applied once per rule (per run for
 --   recorded rules): excludes_events NULL reads ['revert', 'incident'],
 --   window_days NULL reads 14, requires keeps each name once, at its first
 --   place (NULL names dropped). A run without a recorded rule gets problem
@@ -1040,7 +1044,7 @@ FROM effective AS e
 CROSS JOIN rules_to_join AS t;
 
 -- ---- sql/views/rule_parts.sql ----
--- rule_parts: what each part of a (run, rule) pair says, and the events it counts (SEMANTICS §5–§6).
+-- rule_parts: what each part of a (run, rule) pair says, and the events it counts (docs/figures.md "outcome and reasons").
 --
 -- Purpose: one row per (run, rule), computed from that row alone (a
 --   projection of run_rules, so DuckDB streams it):
@@ -1138,7 +1142,7 @@ FROM scored;
 -- ---- sql/views/acceptance.sql ----
 -- acceptance: the outcome of every run under its recorded rule and every alternative rule.
 --
--- Purpose: the SQL twin of ocp_analytics.engine.acceptance (SEMANTICS §6–§9); the
+-- Purpose: the SQL twin of ocp_analytics.engine.acceptance (docs/figures.md "Per run: the acceptance table"); the
 --   two are held equal, field by field, by tests/property/test_sql_differential.py.
 --   Combining: no parts (empty requires, no score) gives unknown; any part
 --   failing gives rejected; all parts passing gives accepted; otherwise
@@ -1247,7 +1251,7 @@ FROM decided AS d
 LEFT JOIN attempt_positions AS ap ON ap.doc_id = d.doc_id AND ap.pos = d.attempt_pos;
 
 -- ---- sql/views/rates.sql ----
--- rates: acceptance rates per rule over all runs (SEMANTICS §10).
+-- rates: acceptance rates per rule over all runs (docs/figures.md "Per group: rates").
 --
 -- Purpose: the SQL twin of ocp_analytics.rates(dataset, rules) with no
 --   grouping (rates_from with by = ()). For grouped rates see

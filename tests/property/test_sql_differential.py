@@ -116,7 +116,7 @@ def _assert_rows_equal(
 
 
 def _frames(ds: Path, rules: list[Rule], as_of: datetime) -> dict[str, pl.DataFrame]:
-    engine = oa.acceptance(ds, rules, as_of=as_of).collect()
+    engine = oa.acceptance(ds, rules, as_of=as_of)
     con = connect(ds, rules=rules, as_of=as_of)
     try:
         return {

@@ -1,4 +1,4 @@
--- ocp_as_of(): the instant of knowledge (SEMANTICS §1).
+-- ocp_as_of(): the instant of knowledge (docs/figures.md "as_of").
 --
 -- Purpose: one place that reads the as_of parameter; every as_of-dependent
 --   view calls it (latest_signals and run_features set aside the signals

@@ -1,4 +1,4 @@
--- ocp_rate_counts(outcome, attempts_to_acceptance, accepted_attempt_n, tier, window_open, as_of): what rates count in one group of acceptance rows (SEMANTICS §10).
+-- ocp_rate_counts(outcome, attempts_to_acceptance, accepted_attempt_n, tier, window_open, as_of): what rates count in one group of acceptance rows (docs/figures.md "Per group: rates").
 --
 -- Purpose: the one home of the aggregates behind every rates figure
 --   (views/rates.sql and sql/queries/rates_by*.sql). An aggregate macro: it

@@ -1,4 +1,4 @@
--- ocp_rate_figures(counts): the published rates columns of one group, from its ocp_rate_counts (SEMANTICS §10).
+-- ocp_rate_figures(counts): the published rates columns of one group, from its ocp_rate_counts (docs/figures.md "Per group: rates").
 --
 -- Purpose: the one home of the final rates computation, shared by
 --   views/rates.sql and sql/queries/rates_by*.sql (the twin of
@@ -19,8 +19,8 @@ CREATE OR REPLACE MACRO ocp_rate_figures(counts) AS {
         WHEN counts.accepted + counts.rejected > 0
             THEN CAST(counts.accepted AS DOUBLE) / (counts.accepted + counts.rejected)
     END,
-    'ci_low': ocp_wilson(counts.accepted, counts.accepted + counts.rejected, -1),
-    'ci_high': ocp_wilson(counts.accepted, counts.accepted + counts.rejected, 1),
+    'ci_low': ocp_wilson(counts.accepted, counts.accepted + counts.rejected, 'low'),
+    'ci_high': ocp_wilson(counts.accepted, counts.accepted + counts.rejected, 'high'),
     'decided_share': CAST(counts.accepted + counts.rejected AS DOUBLE) / counts.runs,
     'attempts_mean': counts.attempts_mean,
     'attempts_median': counts.attempts_median,

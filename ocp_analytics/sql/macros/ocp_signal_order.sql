@@ -1,4 +1,4 @@
--- ocp_signal_order(observed_at, sig_idx): the order in which signals become "the latest" (SEMANTICS §4).
+-- ocp_signal_order(observed_at, sig_idx): the order in which signals become "the latest" (docs/figures.md "Which signal counts").
 --
 -- Purpose: one sort key, so that arg_max(x, ocp_signal_order(...)) picks
 --   the latest signal of a group: an unknown time sorts before every known

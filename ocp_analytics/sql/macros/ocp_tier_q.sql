@@ -1,4 +1,4 @@
--- ocp_tier_q(tier_rank): q of a tier rank (SEMANTICS §7).
+-- ocp_tier_q(tier_rank): q of a tier rank (docs/figures.md "tier and q").
 --
 -- GENERATED from ocp_analytics.schemas (OUTCOME_TIERS, TIER_Q) by
 --   `python -m ocp_analytics.sql`: edit schemas.py, then regenerate.

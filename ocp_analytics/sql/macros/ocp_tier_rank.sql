@@ -1,4 +1,4 @@
--- ocp_tier_rank(tier): rank of an evidence tier word (SEMANTICS §7).
+-- ocp_tier_rank(tier): rank of an evidence tier word (docs/figures.md "tier and q").
 --
 -- GENERATED from ocp_analytics.schemas (OUTCOME_TIERS, TIER_Q) by
 --   `python -m ocp_analytics.sql`: edit schemas.py, then regenerate.

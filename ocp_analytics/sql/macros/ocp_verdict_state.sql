@@ -1,4 +1,4 @@
--- ocp_verdict_state(value_text): what a verdict value says (SEMANTICS §5).
+-- ocp_verdict_state(value_text): what a verdict value says (docs/figures.md "outcome and reasons").
 --
 -- Purpose: lower-cased, 'accept' or 'pass' reads 'pass'; 'reject' or 'fail'
 --   reads 'fail'; anything else ('error', 'approved', '', NULL, the JSON

@@ -68,10 +68,10 @@ rated AS (
         *,
         CAST(a + b AS DOUBLE) / (a + b + c + d) AS p1,
         CAST(a + c AS DOUBLE) / (a + b + c + d) AS p2,
-        greatest(least(ocp_wilson(a + b, a + b + c + d, -1), 1.0), 0.0) AS l1,
-        greatest(least(ocp_wilson(a + b, a + b + c + d, 1), 1.0), 0.0) AS u1,
-        greatest(least(ocp_wilson(a + c, a + b + c + d, -1), 1.0), 0.0) AS l2,
-        greatest(least(ocp_wilson(a + c, a + b + c + d, 1), 1.0), 0.0) AS u2,
+        greatest(least(ocp_wilson(a + b, a + b + c + d, 'low'), 1.0), 0.0) AS l1,
+        greatest(least(ocp_wilson(a + b, a + b + c + d, 'high'), 1.0), 0.0) AS u1,
+        greatest(least(ocp_wilson(a + c, a + b + c + d, 'low'), 1.0), 0.0) AS l2,
+        greatest(least(ocp_wilson(a + c, a + b + c + d, 'high'), 1.0), 0.0) AS u2,
         CASE
             WHEN CAST(a + b AS DOUBLE) * (c + d) * (a + c) * (b + d) > 0 THEN
                 CASE

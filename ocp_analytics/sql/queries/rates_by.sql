@@ -1,4 +1,4 @@
--- rates_by: acceptance rates per group of runs and rule (SEMANTICS §10).
+-- rates_by: acceptance rates per group of runs and rule (docs/figures.md "Per group: rates").
 --
 -- Purpose: the SQL twin of ocp_analytics.rates(dataset, rules, by=[...],
 --   min_tier=...) for groups made of runs columns. For a label use

@@ -1,4 +1,4 @@
--- rates_by_label: acceptance rates per value of one run label and rule (SEMANTICS §10).
+-- rates_by_label: acceptance rates per value of one run label and rule (docs/figures.md "Per group: rates").
 --
 -- Purpose: the SQL twin of ocp_analytics.rates(dataset, rules,
 --   by='label.KEY', min_tier=...): runs are grouped by the value of the

@@ -1,4 +1,4 @@
--- rates_by_period: acceptance rates per UTC period and rule, inside a time window (SEMANTICS §10).
+-- rates_by_period: acceptance rates per UTC period and rule, inside a time window (docs/figures.md "Per group: rates").
 --
 -- Purpose: the SQL twin of ocp_analytics.rates(dataset, rules, period=...,
 --   since=..., until=...) with no grouping (docs/time.md). A run's time is
@@ -11,7 +11,9 @@
 --   getvariable('ocp_since')   TIMESTAMPTZ, optional: keep runs whose time is
 --                              at or after it.
 --   getvariable('ocp_until')   TIMESTAMPTZ, optional: keep runs whose time is
---                              before it.
+--                              before it. Unset with ocp_since set, the
+--                              window ends at ocp_as_of(), as the engine's
+--                              does (docs/time.md).
 --   those of acceptance (ocp_as_of, alternative_rules).
 -- Output columns, ordered by period (NULL last) then rule:
 --   period TIMESTAMPTZ    the first instant of the run's period (UTC), NULL
@@ -29,7 +31,10 @@ WITH checked AS (
         END AS ok,
         period_name,
         CAST(getvariable('ocp_since') AS TIMESTAMPTZ) AS since,
-        CAST(getvariable('ocp_until') AS TIMESTAMPTZ) AS until
+        coalesce(
+            CAST(getvariable('ocp_until') AS TIMESTAMPTZ),
+            CASE WHEN getvariable('ocp_since') IS NOT NULL THEN ocp_as_of() END
+        ) AS until
     FROM (SELECT CAST(getvariable('ocp_period') AS VARCHAR) AS period_name)
 ),
 timed AS (

@@ -5,7 +5,7 @@
 --     INSERT INTO alternative_rules (name, requires) VALUES ('tests+review', ['tests', 'review']);
 --     INSERT INTO alternative_rules (name, score_name, score_target, score_better)
 --         VALUES ('runtime_s<=3600', 'runtime_s', 3600, 'lower');
---   NULL means "absent", with the defaults of SEMANTICS §3: requires [] (no
+--   NULL means "absent", with the defaults of docs/figures.md "The rule": requires [] (no
 --   verdict needed; duplicate names count once), no score part,
 --   excludes_events ['revert', 'incident'] ([] means no event excludes),
 --   window_days 14. score_scale does not change any figure.

@@ -1,6 +1,6 @@
 -- acceptance: the outcome of every run under its recorded rule and every alternative rule.
 --
--- Purpose: the SQL twin of ocp_analytics.engine.acceptance (SEMANTICS §6–§9); the
+-- Purpose: the SQL twin of ocp_analytics.engine.acceptance (docs/figures.md "Per run: the acceptance table"); the
 --   two are held equal, field by field, by tests/property/test_sql_differential.py.
 --   Combining: no parts (empty requires, no score) gives unknown; any part
 --   failing gives rejected; all parts passing gives accepted; otherwise

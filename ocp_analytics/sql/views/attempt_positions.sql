@@ -1,4 +1,4 @@
--- attempt_positions: where each attempt id of a run version stands (SEMANTICS §8).
+-- attempt_positions: where each attempt id of a run version stands (docs/figures.md "The attempt at acceptance").
 --
 -- Purpose: order the run's attempts by started_at with an unknown time LAST,
 --   then by position in the document (att_idx). pos is the 1-based place in

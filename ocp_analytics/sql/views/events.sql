@@ -1,4 +1,4 @@
--- events: every stored late event (SEMANTICS §11), matched to a run or not.
+-- events: every stored late event (docs/figures.md "Late events that arrive apart from the run"), matched to a run or not.
 --
 -- Purpose: late events arrive apart from their run (ocp-analytics
 --   ingest-events); each is stored once by event_id (the first stored record

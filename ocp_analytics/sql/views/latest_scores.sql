@@ -1,4 +1,4 @@
--- latest_scores: the latest numeric score of every (run version, name) known at as_of (SEMANTICS §4).
+-- latest_scores: the latest numeric score of every (run version, name) known at as_of (docs/figures.md "Which signal counts").
 --
 -- Purpose: the score rows of latest_signals: only scores not observed after
 --   as_of whose value is a JSON number count; among those, the latest

@@ -1,4 +1,4 @@
--- latest_signals: the latest verdict and the latest numeric score of every (run version, name) known at as_of (SEMANTICS §4–§5, §8).
+-- latest_signals: the latest verdict and the latest numeric score of every (run version, name) known at as_of (docs/figures.md "Per run: the acceptance table").
 --
 -- Purpose: as_of is the instant of knowledge, so a signal whose observed_at
 --   is a known time after ocp_as_of() is set aside first (not yet observed;

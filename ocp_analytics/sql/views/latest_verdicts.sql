@@ -1,4 +1,4 @@
--- latest_verdicts: the latest verdict of every (run version, name) known at as_of (SEMANTICS §4–§5).
+-- latest_verdicts: the latest verdict of every (run version, name) known at as_of (docs/figures.md "Which signal counts", "outcome and reasons").
 --
 -- Purpose: the verdict rows of latest_signals: within one document, for one
 --   verdict name, among the verdicts not observed after as_of, the one with

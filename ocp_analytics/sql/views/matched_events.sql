@@ -1,4 +1,4 @@
--- matched_events: late events matched to the current runs they concern (SEMANTICS §11).
+-- matched_events: late events matched to the current runs they concern (docs/figures.md "Late events that arrive apart from the run").
 --
 -- Purpose: a run names its commits by its artifacts whose kind is 'commit'
 --   or 'merge' (the artifact's path, else its id); an event about one of

@@ -1,4 +1,4 @@
--- rates: acceptance rates per rule over all runs (SEMANTICS §10).
+-- rates: acceptance rates per rule over all runs (docs/figures.md "Per group: rates").
 --
 -- Purpose: the SQL twin of ocp_analytics.rates(dataset, rules) with no
 --   grouping (rates_from with by = ()). For grouped rates see

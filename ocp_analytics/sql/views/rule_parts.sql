@@ -1,4 +1,4 @@
--- rule_parts: what each part of a (run, rule) pair says, and the events it counts (SEMANTICS §5–§6).
+-- rule_parts: what each part of a (run, rule) pair says, and the events it counts (docs/figures.md "outcome and reasons").
 --
 -- Purpose: one row per (run, rule), computed from that row alone (a
 --   projection of run_rules, so DuckDB streams it):

@@ -1,4 +1,4 @@
--- run_features: one row per run with every signal a rule can read (SEMANTICS §4–§8).
+-- run_features: one row per run with every signal a rule can read (docs/figures.md "Per run: the acceptance table").
 --
 -- Purpose: the per-run feature step, done once whatever the number of
 --   rules (the engine's feature table): the latest verdict and the latest
@@ -55,7 +55,7 @@ WITH signals_by_run AS (
 ),
 event_signals AS (
     -- the run's own event signals, then the late events matched to it
-    -- (SEMANTICS §11: as if appended to run.signals, sig_idx >= 2^32)
+    -- (docs/late-events.md: as if appended to run.signals, sig_idx >= 2^32)
     SELECT doc_id, CAST(sig_idx AS BIGINT) AS sig_idx, name, observed_at, tier
     FROM signals
     WHERE kind = 'event'

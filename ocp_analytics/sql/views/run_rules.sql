@@ -7,7 +7,7 @@
 --   alternative rule. DuckDB builds that small side and streams the runs
 --   through it (see rules_to_join), so no runs × rules table is ever held,
 --   and the features are read once.
---   The defaults of SEMANTICS §3 are applied once per rule (per run for
+--   The defaults of docs/figures.md "The rule" are applied once per rule (per run for
 --   recorded rules): excludes_events NULL reads ['revert', 'incident'],
 --   window_days NULL reads 14, requires keeps each name once, at its first
 --   place (NULL names dropped). A run without a recorded rule gets problem

@@ -1,0 +1,89 @@
+"""Loud typos: the verdicts and scores rules name that no selected run carries.
+
+A rule naming a verdict no run has (``tests+reveiw``) is not an error: every
+run is ``unknown`` (``missing:reveiw``), a believable 0 %. The evaluation loop
+hands each slice's signals (the runs of the window and filters) to a
+:class:`KnownNames`; once every name the rules mention was seen, it reads no
+more, so a well-spelt call costs one pass over the first slice's signal
+names (docs/rules.md, "A name no run carries").
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+
+import polars as pl
+
+from ocp_analytics.model.rules import Rule
+
+KINDS = ("verdict", "score")
+
+
+def named(rules: Sequence[Rule]) -> dict[tuple[str, str], list[str]]:
+    """(kind, name) of every verdict and score the rules name → the rules naming it.
+
+    Examples
+    --------
+    >>> named([Rule.parse("tests+review"), Rule.parse("tests+x>=1")])
+    {('verdict', 'tests'): ['tests+review', 'tests+x>=1'], ('verdict', 'review'): ['tests+review'], ('score', 'x'): ['tests+x>=1']}
+    """  # noqa: E501
+    out: dict[tuple[str, str], list[str]] = {}
+    for r in rules:
+        wanted = [("verdict", v) for v in r.effective_requires]
+        if r.score is not None:
+            wanted.append(("score", r.score.name))
+        for key in wanted:
+            out.setdefault(key, []).append(r.name)
+    return out
+
+
+class KnownNames:
+    """Collects the distinct (kind, name) of verdict and score signals, slice by slice.
+
+    Examples
+    --------
+    >>> k = KnownNames([Rule.parse("tests+reveiw")])
+    >>> k.add(pl.LazyFrame({"kind": ["verdict", "verdict", "event"],
+    ...                     "name": ["tests", "review", "revert"]}))
+    >>> k.messages()
+    ["rule 'tests+reveiw' names a verdict 'reveiw' that no run carries; did you mean 'review'?"]
+    """
+
+    def __init__(self, rules: Sequence[Rule]) -> None:
+        self.wanted = named(rules)
+        self.seen: set[tuple[str, str]] = set()
+
+    @property
+    def done(self) -> bool:
+        """Every name the rules mention was seen: later slices need not be read."""
+        return all(k in self.seen for k in self.wanted)
+
+    def add(self, signals: pl.LazyFrame) -> None:
+        """Take one slice's signals (``kind``, ``name``), unless every name was seen."""
+        if self.done:
+            return
+        found = (
+            signals.filter(pl.col("kind").is_in(KINDS)).select("kind", "name").unique().collect()
+        )
+        self.seen.update(found.iter_rows())
+
+    def messages(self) -> list[str]:
+        """One line per rule and name no run carried, with the closest known names.
+
+        None when the selection holds no verdict or score at all (an empty
+        window, say): then every name is missing and none is a typo.
+        """
+        if not self.seen:
+            return []
+        known = sorted({n for _, n in self.seen})
+        out = []
+        for (kind, name), rules in self.wanted.items():
+            if (kind, name) in self.seen:
+                continue
+            close = difflib.get_close_matches(name, known, n=3)
+            advice = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else "."
+            out += [
+                f"rule {r!r} names a {kind} {name!r} that no run carries{advice}" for r in rules
+            ]
+        return out
