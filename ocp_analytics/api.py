@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import base64
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -24,20 +24,24 @@ from ocp_analytics._typing import DatasetLike, Period, RulesLike, Tier, When
 from ocp_analytics.engine.acceptance import CODED, OUTPUT_SCHEMA, enum_words, turned_by_late_event
 from ocp_analytics.engine.evaluate import SLICE_RUNS, Sink, run
 from ocp_analytics.engine.flips import FlipPartials
+from ocp_analytics.engine.groups import (
+    compare_arguments,
+    empty_decisions,
+    group_carry,
+    groups,
+    named_rates,
+    warn_missing_labels,
+)
 from ocp_analytics.engine.known import KnownNames
 from ocp_analytics.engine.rates import (
-    LABEL_PREFIX,
-    MATRIX_CELL,
     By,
     RatePartials,
     check_tier,
     compare_matrix,
-    group_exprs,
-    group_names,
 )
-from ocp_analytics.engine.timeaxis import check_period, period_start, resolve_as_of, resolve_window
+from ocp_analytics.engine.timeaxis import resolve_as_of, resolve_window
 from ocp_analytics.exceptions import OcpAnalyticsError, hint
-from ocp_analytics.model.rules import RECORDED, Rule, resolve_rules
+from ocp_analytics.model.rules import Rule, resolve_rules
 from ocp_analytics.schemas import ACCEPTANCE, as_views
 from ocp_analytics.store.parquet_writer import ThreadedParquetWriter, atomic_parquet
 
@@ -361,56 +365,6 @@ def write_acceptance(
 # --- rates, attempts and comparisons: partials summed over the slices -----------------
 
 
-def _groups(by: By, period: Period | None) -> tuple[list[str], list[str]]:
-    """Output names of the group columns (``period`` first) and their carried names."""
-    cols = group_names(by)
-    names = (["period"] if period else []) + cols
-    if len(set(names)) != len(names):
-        raise OcpAnalyticsError(hint(f"a group is named twice in {names}.", "name each once."))
-    return names, [f"_g{i}" for i in range(len(names))]
-
-
-def _carry(
-    by: By, period: str | None
-) -> tuple[list[str], list[str], Callable[[pl.Schema], list[pl.Expr]]]:
-    """Group names, their carried names, and the expressions carrying them (over ``runs``)."""
-    checked = check_period(period)
-    names, keys = _groups(by, checked)
-    cols = names[1:] if checked else names
-
-    def carry(schema: pl.Schema) -> list[pl.Expr]:
-        exprs = ([period_start(checked)] if checked else []) + group_exprs(cols, schema)
-        return [e.alias(k) for e, k in zip(exprs, keys, strict=True)]
-
-    return names, keys, carry
-
-
-def _warn_missing_labels(out: pl.DataFrame, names: Sequence[str]) -> None:
-    """Warn (at the caller's caller) for each label group no run has."""
-    for name in names:
-        if name.startswith(LABEL_PREFIX) and out.height and out[name].null_count() == out.height:
-            warnings.warn(
-                f"no run has the label {name[len(LABEL_PREFIX) :]!r}: every group is null. "
-                "Hint: check the key's spelling (labels are case-sensitive).",
-                stacklevel=3,
-            )
-
-
-def _empty(keys: Sequence[str], dtypes: Mapping[str, pl.DataType] | None = None) -> pl.DataFrame:
-    """No decisions, with the key columns: the schema of a result when no run was read.
-
-    Key columns are text unless ``dtypes`` gives their type.
-
-    Examples
-    --------
-    >>> e = _empty(["team", "_w"], {"_w": pl.Boolean()})
-    >>> e.height, e.schema["team"], e.schema["_w"], e.columns[:2]
-    (0, String, Boolean, ['run_id', 'rule'])
-    """
-    types = dtypes or {}
-    return pl.DataFrame(schema={**OUTPUT_SCHEMA, **{k: types.get(k, pl.String()) for k in keys}})
-
-
 def _rate_partials(
     dataset: DatasetLike,
     scope: _Scope,
@@ -421,7 +375,7 @@ def _rate_partials(
 ) -> tuple[RatePartials, list[str], list[str]]:
     """Run the loop into rate partials (and flip partials); group names and their keys."""
     tier = check_tier(min_tier)
-    names, keys, carry = _carry(by, period)
+    names, keys, carry = group_carry(by, period)
     sink = RatePartials(keys, tier)
 
     def carry_all(schema: pl.Schema) -> list[pl.Expr]:
@@ -430,11 +384,6 @@ def _rate_partials(
 
     scope.run(dataset, [sink] if flips is None else [sink, flips], carry_all, stacklevel=4)
     return sink, names, keys
-
-
-def _named_rates(sink: RatePartials, keys: Sequence[str], names: Sequence[str]) -> pl.DataFrame:
-    """The summed rates, the group columns renamed from their keys to their names."""
-    return sink.rates(_empty(keys)).rename(dict(zip(keys, names, strict=True))).collect()
 
 
 def rates(
@@ -496,8 +445,8 @@ def rates(
     """
     scope = _Scope.read(resolve_rules(rules), as_of, since, until, recorded, slice_runs, where)
     sink, names, keys = _rate_partials(dataset, scope, by, period, min_tier)
-    out = _named_rates(sink, keys, names)
-    _warn_missing_labels(out, names)
+    out = named_rates(sink, keys, names)
+    warn_missing_labels(out, names)
     return out
 
 
@@ -541,38 +490,8 @@ def attempts_distribution(
     """
     scope = _Scope.read(resolve_rules(rules), as_of, since, until, recorded, slice_runs, where)
     sink, names, keys = _rate_partials(dataset, scope, by)
-    named = sink.distribution(_empty(keys)).rename(dict(zip(keys, names, strict=True)))
+    named = sink.distribution(empty_decisions(keys)).rename(dict(zip(keys, names, strict=True)))
     return named.collect()
-
-
-def compare_arguments(
-    rules: RulesLike, by: By, sample: int, recorded: bool
-) -> tuple[list[Rule], list[str], list[str]]:
-    """Read ``compare``'s arguments (for every executor): rules, rule names, group names."""
-    if sample < 0:
-        raise OcpAnalyticsError(hint(f"sample must be 0 or more, not {sample}.", "use 5."))
-    alt = resolve_rules(rules)
-    names = ([RECORDED] if recorded else []) + [r.name for r in alt]
-    cols = group_names(by)
-    _check_compare_names(names, cols)
-    return alt, names, cols
-
-
-def _check_compare_names(names: list[str], groups: Sequence[str]) -> None:
-    columns = {
-        *groups,
-        *(f"{n}{suffix}" for n in names for suffix in MATRIX_CELL.values() if suffix),
-    }
-    clash = sorted(n for n in names if n in columns)
-    if clash:
-        raise OcpAnalyticsError(
-            hint(
-                f"rule name {clash[0]!r} collides with a column of the comparison "
-                "(a group, or another rule's __low, __high, __runs, __decided or "
-                "__accepted column).",
-                "rename the rule.",
-            )
-        )
 
 
 def compare(
@@ -635,11 +554,11 @@ def compare(
     (1.0, 4, 4)
     """
     alt, names, cols = compare_arguments(rules, by, sample, recorded)
-    gnames, keys = _groups(cols, None)
+    gnames, keys = groups(cols, None)
     flips = FlipPartials(names, sample, keys=keys)
     scope = _Scope.read(alt, as_of, since, until, recorded, slice_runs, where)
     sink, _, _ = _rate_partials(dataset, scope, cols, flips=flips)
-    long = _named_rates(sink, keys, gnames)
-    _warn_missing_labels(long, gnames)
+    long = named_rates(sink, keys, gnames)
+    warn_missing_labels(long, gnames)
     named = dict(zip(keys, gnames, strict=True))
     return compare_matrix(long, names, gnames), flips.flips().rename(named).collect()

@@ -10,7 +10,6 @@ also importable from here, where they used to be).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import polars as pl
@@ -352,16 +351,6 @@ def compare_matrix(long: pl.DataFrame, names: list[str], groups: list[str]) -> p
     matrix = matrix.rename({k: v for k, v in ren.items() if k in matrix.columns})
     ordered = [f"{n}{suffix}" for n in names for suffix in MATRIX_CELL.values()]
     return matrix.select(*keys, *(c for c in ordered if c in matrix.columns))
-
-
-def format_rate(rate: float | None, low: float | None, high: float | None) -> str:
-    """``"72.4% [68.1–76.3]"``, or ``"–"`` when undecided."""
-    if rate is None or (isinstance(rate, float) and math.isnan(rate)):
-        return "–"
-    return f"{100 * rate:.1f}% [{100 * (low or 0):.1f}–{100 * (high or 0):.1f}]"
-
-
-# --- sinks for the evaluation loop ------------------------------------------------
 
 
 class RatePartials:

@@ -90,18 +90,18 @@ def _evaluate(ctx: Context) -> dict[str, pl.DataFrame]:
     """One pass over the runs of this window and the previous one, a slice at a time.
 
     The evaluation loop hands every slice's decisions to the same sinks the
-    public functions use, grouped as they group (``api._carry``): rates by
+    public functions use, grouped as they group (``engine.groups.group_carry``): rates by
     window (headline, attempts), by period and group (trend), by group
     (matrix) and the flips, so each number is the one those functions give.
     """
-    from ocp_analytics.api import _carry, _empty
     from ocp_analytics.engine.evaluate import run
     from ocp_analytics.engine.flips import FlipPartials
+    from ocp_analytics.engine.groups import empty_decisions, group_carry
     from ocp_analytics.engine.known import KnownNames
     from ocp_analytics.engine.rates import RatePartials
     from ocp_analytics.engine.timeaxis import run_time
 
-    names, keys, carry = _carry(ctx.by, ctx.period)  # keys: the period's, then the groups'
+    names, keys, carry = group_carry(ctx.by, ctx.period)  # keys: the period's, then the groups'
     head, trend = RatePartials(["_w"], None), RatePartials(keys, None)
     by_group, flips = RatePartials(keys[1:], None), FlipPartials(ctx.names, ctx.sample)
     since = ctx.since
@@ -126,7 +126,7 @@ def _evaluate(ctx: Context) -> dict[str, pl.DataFrame]:
     )
     for message in known.messages():  # the page shows them as banners (page.report)
         warnings.warn(message, UserWarning, stacklevel=2)
-    empty = _empty(["_w", *keys], {"_w": pl.Boolean(), keys[0]: pl.Datetime("us", "UTC")})
+    empty = empty_decisions(["_w", *keys], {"_w": pl.Boolean(), keys[0]: pl.Datetime("us", "UTC")})
 
     def frame(lazy: pl.LazyFrame) -> pl.DataFrame:
         return lazy.rename(dict(zip(keys, names, strict=True)), strict=False).collect()

@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from ocp_analytics._typing import Period, RulesLike, StoreLike, Tier, When
-from ocp_analytics.api import _carry, _named_rates, _warn_missing_labels, compare_arguments
+from ocp_analytics.engine.groups import (
+    compare_arguments,
+    group_carry,
+    named_rates,
+    warn_missing_labels,
+)
 from ocp_analytics.engine.rates import RatePartials, check_tier, combine_flips, compare_matrix
 from ocp_analytics.spark.evaluate import EvalJob, eval_job
 from ocp_analytics.spark.tasks import run_tasks
@@ -74,7 +79,7 @@ def rates(
     check_tier(min_tier)
     job = eval_job(spark, dataset, rules, as_of, recorded, since, until, slice_runs)
     out, names, _ = _rates_long(spark, job, by=by, min_tier=min_tier, period=period)
-    _warn_missing_labels(out, names)
+    warn_missing_labels(out, names)
     return out
 
 
@@ -128,7 +133,7 @@ def compare(
     long, gnames, flips = _rates_long(
         spark, job, by=cols, min_tier=None, period=None, flip_names=names, sample=sample
     )
-    _warn_missing_labels(long, gnames)
+    warn_missing_labels(long, gnames)
     named = dict(zip(job.keys, gnames, strict=True))
     summed = combine_flips(flips, sample, job.keys).rename(named).collect()
     return compare_matrix(long, names, gnames), summed
@@ -145,7 +150,7 @@ def _rates_long(
     sample: int = 5,
 ) -> tuple[pl.DataFrame, list[str], list[pl.DataFrame]]:
     """Rates (group names restored) and flip partials, from per-task partials."""
-    names, keys, carry = _carry(by, period)
+    names, keys, carry = group_carry(by, period)
 
     def carry_all(schema: pl.Schema) -> list[pl.Expr]:
         doc = [pl.col("doc_id").alias("_doc")] if flip_names is not None else []
@@ -159,4 +164,4 @@ def _rates_long(
     sink.counts = [p.counts for p in counted]
     sink.hists = [p.hist for p in counted]
     flips = [p.flips for p in parts if p.flips is not None]
-    return _named_rates(sink, keys, names), names, flips
+    return named_rates(sink, keys, names), names, flips
