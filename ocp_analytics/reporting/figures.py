@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from ocp_analytics.engine.evaluate import Sink
+from ocp_analytics.engine.rates import compare_matrix
 from ocp_analytics.reporting.context import Context
 from ocp_analytics.schemas import OUTCOME_TIERS as TIERS
 from ocp_analytics.store.dataset import Dataset
@@ -170,36 +171,6 @@ def _headline(names: Sequence[str], cur: pl.DataFrame, prev: pl.DataFrame) -> pl
     )
 
 
-def _matrix(long: pl.DataFrame, by: Sequence[str], names: Sequence[str]) -> pl.DataFrame:
-    """Rates by group as the compare matrix: a row per group; ``<rule>``, ``__low``, ``__high``."""
-    keys = list(by) or ["_all"]
-    if not by:
-        long = long.with_columns(pl.lit("all").alias("_all"))
-    long = long.with_columns(
-        pl.col("runs").cast(pl.Int64),
-        (pl.col("accepted") + pl.col("rejected")).cast(pl.Int64).alias("decided"),
-        pl.col("accepted").cast(pl.Int64),
-    )
-    parts = {"accept_rate": "", "ci_low": "__low", "ci_high": "__high"}
-    parts |= {"runs": "__runs", "decided": "__decided", "accepted": "__accepted"}
-    matrix = long.pivot(
-        on="rule",
-        on_columns=list(names),
-        index=keys,
-        values=list(parts),
-        aggregate_function="first",
-    )
-    ren = {f"{v}_{n}": f"{n}{suffix}" for n in names for v, suffix in parts.items()}
-    matrix = matrix.rename({k: v for k, v in ren.items() if k in matrix.columns})
-    ordered = [
-        c
-        for n in names
-        for c in (f"{n}{suffix}" for suffix in parts.values())
-        if c in matrix.columns
-    ]
-    return matrix.select(*keys, *ordered)
-
-
 def _matrix_long(matrix: pl.DataFrame, by: Sequence[str], names: Sequence[str]) -> pl.DataFrame:
     """The compare matrix as rows ``group, rule, accept_rate, ci_low, ci_high``."""
     keys = list(by) or ["_all"]
@@ -299,7 +270,7 @@ def build_figures(ctx: Context) -> dict[str, pl.DataFrame]:
 
     ev = _evaluate(ctx)
     head = _headline(ctx.names, ev["current"], ev["previous"])
-    matrix = _matrix(ev["by_group"], ctx.by, ctx.names)
+    matrix = compare_matrix(ev["by_group"], list(ctx.names), list(ctx.by))
     ds = ctx.dataset if isinstance(ctx.dataset, Dataset) else scan_dataset(ctx.dataset)
     return {
         "headline": head,
