@@ -144,9 +144,7 @@ def test_compare_csv_writes_flips_beside(ds: str, tmp_path: Path) -> None:
     assert flips.columns[:4] == ["rule_a", "rule_b", "runs_compared", "flips"]
 
 
-def test_issue37_compare_by_group_has_a_paired_test_per_group_and_pair(
-    ds: str, tmp_path: Path
-) -> None:
+def test_compare_by_group_has_a_paired_test_per_group_and_pair(ds: str, tmp_path: Path) -> None:
     args = ["compare", ds, "--rule", "tests", "--by", "task_type", "--as-of", AS_OF]
     body = json.loads(ok(*args, "-f", "json").stdout)
     rows = {(f["task_type"], f["rule_a"], f["rule_b"]): f for f in body["flips"]}

@@ -106,7 +106,7 @@ def _totals(ds: Path) -> tuple[int, int, int]:
     return len(files), sum(f.stat().st_size for f in files), rows
 
 
-def test_issue38_verify_prints_one_ok_line_for_a_whole_dataset(whole: Path) -> None:
+def test_verify_prints_one_ok_line_for_a_whole_dataset(whole: Path) -> None:
     parts, size, rows = _totals(whole)
     result = run("verify", whole)
     assert result.exit_code == 0, result.output
@@ -117,7 +117,7 @@ def test_issue38_verify_prints_one_ok_line_for_a_whole_dataset(whole: Path) -> N
     assert lines(quick) == [f"ok: {checked}: sizes, footers and rows"]
 
 
-def test_issue38_verify_prints_one_line_per_damaged_part_and_exits_1(ds: Path) -> None:
+def test_verify_prints_one_line_per_damaged_part_and_exits_1(ds: Path) -> None:
     (runs_record, runs), (_, signals) = _part(ds, "runs"), _part(ds, "signals")
     size = (ds / runs).stat().st_size
     _truncate(ds / runs)
@@ -133,7 +133,7 @@ def test_issue38_verify_prints_one_line_per_damaged_part_and_exits_1(ds: Path) -
     assert len(lines(result)) == 3
 
 
-def test_issue38_verify_as_json_is_one_document(ds: Path) -> None:
+def test_verify_as_json_is_one_document(ds: Path) -> None:
     record, runs = _part(ds, "runs")
     (ds / runs).unlink()
     result = run("verify", ds, "--format", "json")
@@ -159,7 +159,7 @@ def test_issue38_verify_as_json_is_one_document(ds: Path) -> None:
     assert lines(result)[-1] == f"error: 1 damaged file(s) in {ds}"
 
 
-def test_issue38_verify_writes_damaged_files_as_csv_rows(ds: Path, tmp_path: Path) -> None:
+def test_verify_writes_damaged_files_as_csv_rows(ds: Path, tmp_path: Path) -> None:
     _, runs = _part(ds, "runs")
     (ds / runs).unlink()
     out = tmp_path / "damage.csv"
@@ -170,7 +170,7 @@ def test_issue38_verify_writes_damaged_files_as_csv_rows(ds: Path, tmp_path: Pat
     ]
 
 
-def test_issue38_verify_names_a_damaged_commit_record(ds: Path) -> None:
+def test_verify_names_a_damaged_commit_record(ds: Path) -> None:
     (ds / D.BATCHES / "00000002.json").write_text("[]")
     result = run("verify", ds, "--no-checksums")
     assert result.exit_code == 1
@@ -196,7 +196,7 @@ LOG_COLUMNS = [
 ]
 
 
-def test_issue38_log_lists_every_commit_with_its_counts(whole: Path, tmp_path: Path) -> None:
+def test_log_lists_every_commit_with_its_counts(whole: Path, tmp_path: Path) -> None:
     out = tmp_path / "log.json"
     assert run("log", whole, "-o", out).exit_code == 0
     rows = orjson.loads(out.read_bytes())["rows"]
@@ -221,7 +221,7 @@ def test_issue38_log_lists_every_commit_with_its_counts(whole: Path, tmp_path: P
         assert row["bytes"] == sum(f.stat().st_size for f in files)
 
 
-def test_issue38_log_prints_a_table_with_a_line_per_commit(whole: Path) -> None:
+def test_log_prints_a_table_with_a_line_per_commit(whole: Path) -> None:
     result = run("log", whole)
     assert result.exit_code == 0, result.output
     text = result.output
@@ -230,7 +230,7 @@ def test_issue38_log_prints_a_table_with_a_line_per_commit(whole: Path) -> None:
     assert len([x for x in lines(result) if x.startswith("│")]) == 4  # header and 3 commits
 
 
-def test_issue38_log_takes_a_snapshot(whole: Path, tmp_path: Path) -> None:
+def test_log_takes_a_snapshot(whole: Path, tmp_path: Path) -> None:
     out = tmp_path / "log.csv"
     assert run("log", whole, "--snapshot", "2", "-o", out).exit_code == 0
     assert pl.read_csv(out)["seq"].to_list() == [1, 2]
@@ -247,22 +247,20 @@ def test_issue38_log_takes_a_snapshot(whole: Path, tmp_path: Path) -> None:
         ("yesterday", "cannot read the snapshot 'yesterday' as a commit's seq or an instant."),
     ],
 )
-def test_issue38_log_refuses_a_snapshot_no_commit_matches(
-    whole: Path, snapshot: str, first: str
-) -> None:
+def test_log_refuses_a_snapshot_no_commit_matches(whole: Path, snapshot: str, first: str) -> None:
     result = run("log", whole, "--snapshot", snapshot)
     assert result.exit_code == 1
     assert lines(result)[0].startswith("error: ") and first in lines(result)[0]
     assert lines(result)[-1].startswith("Hint: ")
 
 
-def test_issue38_log_of_an_empty_dataset_says_so(tmp_path: Path) -> None:
+def test_log_of_an_empty_dataset_says_so(tmp_path: Path) -> None:
     D.create(tmp_path / "ds")
     result = run("log", tmp_path / "ds")
     assert (result.exit_code, lines(result)) == (0, ["commits: 0 (nothing ingested yet)"])
 
 
-def test_issue38_log_of_a_folder_that_is_no_dataset_exits_1(tmp_path: Path) -> None:
+def test_log_of_a_folder_that_is_no_dataset_exits_1(tmp_path: Path) -> None:
     result = run("log", tmp_path)
     assert result.exit_code == 1
     assert "is not an ocp-analytics dataset" in lines(result)[0]
@@ -298,7 +296,7 @@ AS_OF = ["--as-of", "2027-01-01"]
     ],
     ids=lambda c: c[0] if isinstance(c, list) else c,
 )
-def test_issue38_a_truncated_part_is_one_line(
+def test_a_truncated_part_is_one_line(
     ds: Path, tmp_path: Path, command: list[str], table: str
 ) -> None:
     """The issue's first scenario: ``rates`` used to print a 40-line polars traceback."""
@@ -309,21 +307,21 @@ def test_issue38_a_truncated_part_is_one_line(
     _one_line(run(command[0], ds, *(a.format(tmp=tmp_path) for a in command[1:])), ds, rel)
 
 
-def test_issue38_ingest_into_a_dataset_with_a_damaged_runs_part_is_one_line(ds: Path) -> None:
+def test_ingest_into_a_dataset_with_a_damaged_runs_part_is_one_line(ds: Path) -> None:
     _, runs = _part(ds, "runs")
     _truncate(ds / runs)
     _one_line(run("ingest", EXAMPLES / "minimal.ocp.json", "--out", ds), ds, runs)
 
 
 @pytest.mark.parametrize("command", ["accept", "rates"])
-def test_issue38_flipped_bytes_in_a_signals_part_are_one_line(ds: Path, command: str) -> None:
+def test_flipped_bytes_in_a_signals_part_are_one_line(ds: Path, command: str) -> None:
     """The issue's second scenario: ``accept`` used to die with a PanicException."""
     _, signals = _part(ds, "signals")
     assert _flip_until(ds, signals, lambda exc: True)  # bytes whose read fails
     _one_line(run(command, ds, *AS_OF), ds, signals)
 
 
-def test_issue38_a_panic_on_a_damaged_part_is_one_line_from_python(ds: Path) -> None:
+def test_a_panic_on_a_damaged_part_is_one_line_from_python(ds: Path) -> None:
     """A real panic of the Parquet reader: exit 1 and our line last, no Python traceback.
 
     The reader's Rust panic hook still writes its own report to standard error
@@ -346,7 +344,7 @@ def test_issue38_a_panic_on_a_damaged_part_is_one_line_from_python(ds: Path) -> 
     assert last.startswith(f"error: {ds}: damaged part {signals}: {SHA} (batch 1 ")
 
 
-def test_issue38_errors_that_are_not_damage_are_left_as_they_were(whole: Path) -> None:
+def test_errors_that_are_not_damage_are_left_as_they_were(whole: Path) -> None:
     """A query's own mistake costs no check of the parts and keeps its message."""
     result = run("sql", whole, "SELEC 1")
     assert result.exit_code == 1

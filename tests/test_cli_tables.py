@@ -44,7 +44,7 @@ def ds(tmp_path_factory: pytest.TempPathFactory) -> str:
 # ------------------------------------------------------ 1. units and empty windows
 
 
-def test_issue39_since_1m_is_refused_as_ambiguous(ds: str) -> None:
+def test_since_1m_is_refused_as_ambiguous(ds: str) -> None:
     result = run("rates", ds, "--since", "1m", "--as-of", AS_OF)
     assert result.exit_code == 1
     assert result.output == (
@@ -53,7 +53,7 @@ def test_issue39_since_1m_is_refused_as_ambiguous(ds: str) -> None:
     )
 
 
-def test_issue39_minutes_and_months_have_their_own_units(ds: str) -> None:
+def test_minutes_and_months_have_their_own_units(ds: str) -> None:
     # 3 calendar months before 2026-12-01 is 2026-09-01: the 23 September runs and the
     # November one (late-revert), not the 4 of August
     body = json.loads(
@@ -66,7 +66,7 @@ def test_issue39_minutes_and_months_have_their_own_units(ds: str) -> None:
 
 
 @pytest.mark.parametrize("command", [["rates"], ["accept"], ["compare", "--rule", "tests"]])
-def test_issue39_a_window_with_no_run_says_so_instead_of_an_empty_table(
+def test_a_window_with_no_run_says_so_instead_of_an_empty_table(
     ds: str, command: list[str]
 ) -> None:
     window = ["--since", "2025-01-01", "--until", "2025-02-01", "--as-of", AS_OF]
@@ -81,7 +81,7 @@ def test_issue39_a_window_with_no_run_says_so_instead_of_an_empty_table(
 # ---------------------------------------------------------- 2. rates spelled once
 
 
-def test_issue39_rates_read_the_same_in_rates_and_compare(ds: str) -> None:
+def test_rates_read_the_same_in_rates_and_compare(ds: str) -> None:
     args = ["--rule", "tests+review", "--as-of", AS_OF]
     rates = ok("rates", ds, *args).stdout
     assert "100.0 % [78.5–100.0] of 14 decided" in rates
@@ -92,7 +92,7 @@ def test_issue39_rates_read_the_same_in_rates_and_compare(ds: str) -> None:
 # ------------------------------------------------------------ 3. tables that fit
 
 
-def test_issue39_rates_table_shows_the_scanned_columns_and_as_of_once(ds: str) -> None:
+def test_rates_table_shows_the_scanned_columns_and_as_of_once(ds: str) -> None:
     text = ok("rates", ds, "--by", "task_type", "--as-of", AS_OF).stdout
     header = text.splitlines()[1]
     assert [c.strip() for c in header.strip("│").split("┆")] == [
@@ -108,7 +108,7 @@ def test_issue39_rates_table_shows_the_scanned_columns_and_as_of_once(ds: str) -
     assert text.rstrip().endswith("as_of: 2027-01-01T00:00:00+00:00")
 
 
-def test_issue39_wide_shows_every_column_and_other_formats_keep_them(ds: str) -> None:
+def test_wide_shows_every_column_and_other_formats_keep_them(ds: str) -> None:
     wide = ok("rates", ds, "--wide", "--as-of", AS_OF).stdout
     for column in ("attempts_mean", "tier_verified", "decided_share", "unknown"):
         assert column in wide
@@ -117,7 +117,7 @@ def test_issue39_wide_shows_every_column_and_other_formats_keep_them(ds: str) ->
     assert {"ci_low", "ci_high", "decided_share", "tier_verified", "as_of"} <= set(csv.columns)
 
 
-def test_issue39_the_row_cap_keeps_the_newest_periods() -> None:
+def test_the_row_cap_keeps_the_newest_periods() -> None:
     frame = pl.DataFrame(
         {"period": pl.date_range(pl.date(2026, 1, 1), pl.date(2026, 3, 1), eager=True)}
     ).with_columns(pl.lit("recorded").alias("rule"))
@@ -129,14 +129,14 @@ def test_issue39_the_row_cap_keeps_the_newest_periods() -> None:
     )
 
 
-def test_issue39_flips_are_sorted_largest_first(ds: str) -> None:
+def test_flips_are_sorted_largest_first(ds: str) -> None:
     args = ["--rule", "tests", "--rule", "tests+review", "--as-of", AS_OF, "-f", "json"]
     flips = json.loads(ok("compare", ds, *args).stdout)["flips"]
     sizes = [f["flips"] for f in flips]
     assert sizes == sorted(sizes, reverse=True) and sizes[0] == 10
 
 
-def test_issue39_compare_csv_to_stdout_is_refused_with_a_hint(ds: str) -> None:
+def test_compare_csv_to_stdout_is_refused_with_a_hint(ds: str) -> None:
     result = run("compare", ds, "--rule", "tests", "--as-of", AS_OF, "-f", "csv")
     assert result.exit_code == 1
     assert result.output.startswith(
@@ -148,7 +148,7 @@ def test_issue39_compare_csv_to_stdout_is_refused_with_a_hint(ds: str) -> None:
 # -------------------------------------------------------------------- 4. --where
 
 
-def test_issue39_where_selects_runs_on_every_evaluation_command(ds: str, tmp_path: Path) -> None:
+def test_where_selects_runs_on_every_evaluation_command(ds: str, tmp_path: Path) -> None:
     where = ["--where", "task_type=feature", "--as-of", AS_OF]
     rates = json.loads(ok("rates", ds, *where, "-f", "json").stdout)["rows"]
     assert [(r["rule"], r["runs"]) for r in rates] == [("recorded", 15)]
@@ -168,7 +168,7 @@ def test_issue39_where_selects_runs_on_every_evaluation_command(ds: str, tmp_pat
 # ------------------------------------------------------------- 6. sql and as_of
 
 
-def test_issue39_sql_writes_its_as_of_into_json_and_parquet(ds: str, tmp_path: Path) -> None:
+def test_sql_writes_its_as_of_into_json_and_parquet(ds: str, tmp_path: Path) -> None:
     query = "SELECT count(*) AS n FROM runs"
     body = json.loads(ok("sql", ds, query, "--as-of", AS_OF, "-f", "json").stdout)
     assert body["as_of"] == "2027-01-01T00:00:00+00:00"

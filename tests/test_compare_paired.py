@@ -148,9 +148,7 @@ def assert_flips_equal(got: pl.DataFrame, acc: pl.DataFrame, by: list[str], samp
 
 
 @pytest.mark.parametrize("by", [[], ["task_type"], ["repo", "task_type"]])
-def test_issue37_compare_equals_a_count_over_the_examples(
-    examples_dataset: Path, by: list[str]
-) -> None:
+def test_compare_equals_a_count_over_the_examples(examples_dataset: Path, by: list[str]) -> None:
     _, flips = oa.compare(examples_dataset, RULES, by=by, as_of=AS_OF, sample=3)
     got = flips
     acc = _acceptance(examples_dataset, RULES, by)
@@ -161,7 +159,7 @@ def test_issue37_compare_equals_a_count_over_the_examples(
 
 
 @pytest.mark.parametrize("by", [[], ["label.team"]])
-def test_issue37_sliced_compare_equals_a_count_over_generated_runs(
+def test_sliced_compare_equals_a_count_over_generated_runs(
     generated: tuple[Path, Path], by: list[str]
 ) -> None:
     ds, rules = generated
@@ -172,7 +170,7 @@ def test_issue37_sliced_compare_equals_a_count_over_generated_runs(
     assert got["p_holm"].min() < 0.05  # some rules really differ on these runs
 
 
-def test_issue37_flips_from_equals_compare(generated: tuple[Path, Path]) -> None:
+def test_flips_from_equals_compare(generated: tuple[Path, Path]) -> None:
     ds, rules = generated
     _, flips = oa.compare(ds, rules, by="label.team", as_of=AS_OF, sample=2, slice_runs=400)
     one_pass = flips_from(_acceptance(ds, rules, ["label.team"]).lazy(), 2, ["label.team"])
@@ -201,7 +199,7 @@ def _decisions(runs: int, rules: list[str], seed: int) -> pl.DataFrame:
 
 
 @pytest.mark.parametrize("keys", [[], ["_g0"]])
-def test_issue37_counts_add_up_across_slices(keys: list[str]) -> None:
+def test_counts_add_up_across_slices(keys: list[str]) -> None:
     names = ["p", "q", "s"]
     acc = _decisions(600, names, seed=1)
     sink = FlipPartials(names, 3, keys=keys)
@@ -214,7 +212,7 @@ def test_issue37_counts_add_up_across_slices(keys: list[str]) -> None:
     assert_flips_equal(whole.rename({"_g0": "g"}, strict=False), acc.rename({"_g0": "g"}), by, 3)
 
 
-def test_issue37_partials_of_a_slice_are_sums_only() -> None:
+def test_partials_of_a_slice_are_sums_only() -> None:
     """A slice's partial holds counts and ids, no statistic: what Spark tasks return."""
     part = flip_counts(_decisions(50, ["p", "q"], seed=2), ["p", "q"], 2)
     assert part.columns == ["rule_a", "rule_b", *FLIP_COUNTS, "sample_run_ids"]
@@ -243,7 +241,7 @@ def _cells(rows: list[tuple[str, str, int, int, int, int]]) -> pl.DataFrame:
     )
 
 
-def test_issue37_mcnemar_is_exact_below_25_discordant_runs() -> None:
+def test_mcnemar_is_exact_below_25_discordant_runs() -> None:
     part = _cells(
         [
             ("x", "y", 10, 18, 6, 0),  # 24 discordant runs
@@ -263,7 +261,7 @@ def test_issue37_mcnemar_is_exact_below_25_discordant_runs() -> None:
     assert got["p_value"].to_list() == pytest.approx(want.tolist(), rel=1e-14)
 
 
-def test_issue37_no_run_decided_under_both_gives_no_test() -> None:
+def test_no_run_decided_under_both_gives_no_test() -> None:
     part = _cells(
         [
             ("x", "y", 0, 0, 0, 0),
@@ -284,7 +282,7 @@ def test_issue37_no_run_decided_under_both_gives_no_test() -> None:
     assert holm[("y", "z")] == holm[("z", "y")] == 1.0
 
 
-def test_issue37_difference_is_rate_a_minus_rate_b() -> None:
+def test_difference_is_rate_a_minus_rate_b() -> None:
     got = combine_flips([_cells([("x", "y", 59, 6, 16, 80)])], 5).collect().row(0, named=True)
     # Fagerland, Lydersen and Laake (2017), ch. 8: 59, 6, 16, 80
     assert got["n"] == 161
@@ -295,13 +293,13 @@ def test_issue37_difference_is_rate_a_minus_rate_b() -> None:
     )
 
 
-def test_issue37_no_slice_gives_the_declared_columns() -> None:
+def test_no_slice_gives_the_declared_columns() -> None:
     got = combine_flips([], 5, ["_g0"]).collect()
     assert got.height == 0
     assert dict(got.schema) == {"_g0": pl.String(), **dict(FLIP_SCHEMA)}
 
 
-def test_issue37_compare_of_one_rule_has_no_pairs() -> None:
+def test_compare_of_one_rule_has_no_pairs() -> None:
     doc = json.loads((EXAMPLES / "v0.3" / "solo.ocp.json").read_text())
     tables = oa.read_documents([doc])
     _, flips = oa.compare(tables, ["tests"], as_of=AS_OF, recorded=False)

@@ -21,9 +21,7 @@ SOLO = Path(__file__).parent / "data" / "examples" / "v0.3" / "solo.ocp.json"
 
 
 @pytest.mark.parametrize("name", ["ds[1]", "ds*", "ds?", "a[b]*?c"])
-def test_issue9_dataset_path_with_glob_characters_is_read_literally(
-    tmp_path: Path, name: str
-) -> None:
+def test_dataset_path_with_glob_characters_is_read_literally(tmp_path: Path, name: str) -> None:
     # A sibling that the path would match as a pattern must not be read.
     oa.ingest(SOLO, tmp_path / "ds1")
     root = tmp_path / name
@@ -34,7 +32,7 @@ def test_issue9_dataset_path_with_glob_characters_is_read_literally(
     assert ds.scans["attempts"].collect().height == 1
 
 
-def test_issue9_folder_left_by_a_killed_create_is_completed(tmp_path: Path) -> None:
+def test_folder_left_by_a_killed_create_is_completed(tmp_path: Path) -> None:
     root = tmp_path / "ds"
     for name in (D.BATCHES, D.SCHEMA_DIR, "runs", "attempts"):
         (root / name).mkdir(parents=True)
@@ -48,7 +46,7 @@ def test_issue9_folder_left_by_a_killed_create_is_completed(tmp_path: Path) -> N
     )
 
 
-def test_issue9_folder_with_other_content_is_still_refused(tmp_path: Path) -> None:
+def test_folder_with_other_content_is_still_refused(tmp_path: Path) -> None:
     root = tmp_path / "ds"
     (root / "runs").mkdir(parents=True)
     (root / "notes.txt").write_text("mine")
@@ -56,7 +54,7 @@ def test_issue9_folder_with_other_content_is_still_refused(tmp_path: Path) -> No
         oa.ingest(SOLO, root)
 
 
-def test_issue9_folder_with_a_commit_but_no_marker_is_refused(tmp_path: Path) -> None:
+def test_folder_with_a_commit_but_no_marker_is_refused(tmp_path: Path) -> None:
     root = tmp_path / "ds"
     (root / D.BATCHES).mkdir(parents=True)
     (root / D.BATCHES / "00000001.json").write_text("{}")
@@ -64,7 +62,7 @@ def test_issue9_folder_with_a_commit_but_no_marker_is_refused(tmp_path: Path) ->
         oa.ingest(SOLO, root)
 
 
-def test_issue38_every_part_has_its_manifest_entry(tmp_path: Path) -> None:
+def test_every_part_has_its_manifest_entry(tmp_path: Path) -> None:
     """Size, rows, SHA-256 and the doc_id and run-time ranges, as the files hold them."""
     root = tmp_path / "ds"
     oa.ingest([SOLO.parent, SOLO.parents[2] / "bad" / "not_json.ndjson"], root)
@@ -91,7 +89,7 @@ def test_issue38_every_part_has_its_manifest_entry(tmp_path: Path) -> None:
         assert entry == want
 
 
-def test_issue38_a_part_is_written_as_the_store_writes_parquet(tmp_path: Path) -> None:
+def test_a_part_is_written_as_the_store_writes_parquet(tmp_path: Path) -> None:
     """The part encoded in memory (to hash it) holds the bytes pyarrow writes to a file."""
     table = S.part_table(oa.scan_dataset(_solo(tmp_path)).signals.collect(), "signals")
     entry = D.write_parquet_atomic(table, tmp_path / "a.parquet", part_of="signals")
@@ -143,7 +141,7 @@ def _frames(ds: D.Dataset) -> dict[str, pl.DataFrame]:
 
 
 @pytest.mark.parametrize("seq", [1, 2, 3])
-def test_issue38_a_snapshot_is_the_dataset_as_its_commit_left_it(
+def test_a_snapshot_is_the_dataset_as_its_commit_left_it(
     history: tuple[Path, list[Path]], seq: int
 ) -> None:
     """Later ingests, late events and a new version of a run change nothing it reads."""
@@ -159,7 +157,7 @@ def test_issue38_a_snapshot_is_the_dataset_as_its_commit_left_it(
     assert accept.equals(oa.acceptance(copies[seq - 1], as_of=AS_OF).sort("run_id", "rule"))
 
 
-def test_issue38_snapshots_differ_where_commits_changed_the_dataset(
+def test_snapshots_differ_where_commits_changed_the_dataset(
     history: tuple[Path, list[Path]],
 ) -> None:
     ds, _ = history
@@ -186,7 +184,7 @@ def test_issue38_snapshots_differ_where_commits_changed_the_dataset(
     assert oa.scan_dataset(ds).snapshot == 4
 
 
-def test_issue38_a_snapshot_by_instant_is_the_last_commit_at_or_before_it(
+def test_a_snapshot_by_instant_is_the_last_commit_at_or_before_it(
     history: tuple[Path, list[Path]],
 ) -> None:
     ds, _ = history
@@ -211,7 +209,7 @@ def test_issue38_a_snapshot_by_instant_is_the_last_commit_at_or_before_it(
         ("last week", "cannot read the snapshot 'last week' as a commit's seq or an instant."),
     ],
 )
-def test_issue38_a_snapshot_no_commit_matches_is_refused(
+def test_a_snapshot_no_commit_matches_is_refused(
     history: tuple[Path, list[Path]], snapshot: int | str, message: str
 ) -> None:
     ds, _ = history
@@ -222,7 +220,7 @@ def test_issue38_a_snapshot_no_commit_matches_is_refused(
     assert "Hint: " in str(caught.value)
 
 
-def test_issue38_a_snapshot_reads_no_record_after_it(history: tuple[Path, list[Path]]) -> None:
+def test_a_snapshot_reads_no_record_after_it(history: tuple[Path, list[Path]]) -> None:
     """A damaged later record stops the latest reads, not a snapshot before it."""
     _, copies = history
     ds = copies[3]
@@ -232,7 +230,7 @@ def test_issue38_a_snapshot_reads_no_record_after_it(history: tuple[Path, list[P
     assert oa.scan_dataset(ds, snapshot=3).snapshot == 3
 
 
-def test_issue38_an_empty_dataset_has_no_snapshot(tmp_path: Path) -> None:
+def test_an_empty_dataset_has_no_snapshot(tmp_path: Path) -> None:
     D.create(tmp_path / "ds")
     assert oa.scan_dataset(tmp_path / "ds").snapshot is None
     with pytest.raises(oa.DatasetError, match="has no commit 1: it has no commit yet"):

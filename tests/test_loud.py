@@ -35,7 +35,7 @@ def _quiet(call, *args, **kwargs):  # type: ignore[no-untyped-def]
 # ------------------------------------------------------------ frames, not plans
 
 
-def test_issue39_computing_functions_return_data_frames(v03: Path) -> None:
+def test_computing_functions_return_data_frames(v03: Path) -> None:
     ds = v03
     assert isinstance(oa.acceptance(ds, as_of=AS_OF), pl.DataFrame)
     assert isinstance(oa.rates(ds, as_of=AS_OF), pl.DataFrame)
@@ -48,7 +48,7 @@ def test_issue39_computing_functions_return_data_frames(v03: Path) -> None:
 # ------------------------------------------------------------ by=oa.label(...)
 
 
-def test_issue39_by_a_label_expression_equals_by_its_name(v03: Path) -> None:
+def test_by_a_label_expression_equals_by_its_name(v03: Path) -> None:
     by_expr = oa.rates(v03, by=oa.label("example"), as_of=AS_OF)
     by_name = oa.rates(v03, by="label.example", as_of=AS_OF)
     assert by_expr.equals(by_name)
@@ -60,7 +60,7 @@ def test_issue39_by_a_label_expression_equals_by_its_name(v03: Path) -> None:
     assert m1.columns[:2] == ["task_type", "label.example"]
 
 
-def test_issue39_by_any_other_expression_is_refused(v03: Path) -> None:
+def test_by_any_other_expression_is_refused(v03: Path) -> None:
     with pytest.raises(oa.OcpAnalyticsError, match=r'oa\.label\("KEY"\)'):
         oa.rates(v03, by=pl.col("repo"), as_of=AS_OF)
 
@@ -68,7 +68,7 @@ def test_issue39_by_any_other_expression_is_refused(v03: Path) -> None:
 # ------------------------------------------------------------ typos are loud
 
 
-def test_issue39_a_verdict_no_run_carries_warns_with_the_closest_name(
+def test_a_verdict_no_run_carries_warns_with_the_closest_name(
     v03: Path,
 ) -> None:
     with pytest.warns(UserWarning) as caught:
@@ -79,9 +79,7 @@ def test_issue39_a_verdict_no_run_carries_warns_with_the_closest_name(
     assert out.filter(rule="tests+reveiw")["accepted"].item() == 0  # the believable 0 %
 
 
-def test_issue39_a_score_no_run_carries_warns_on_every_public_function(
-    v03: Path, tmp_path: Path
-) -> None:
+def test_a_score_no_run_carries_warns_on_every_public_function(v03: Path, tmp_path: Path) -> None:
     want = (
         "rule 'runtme_s<=3600' names a score 'runtme_s' that no run carries; "
         "did you mean 'runtime_s'?"
@@ -99,12 +97,12 @@ def test_issue39_a_score_no_run_carries_warns_on_every_public_function(
         assert [str(w.message) for w in caught] == [want]
 
 
-def test_issue39_a_name_far_from_any_gets_no_suggestion(v03: Path) -> None:
+def test_a_name_far_from_any_gets_no_suggestion(v03: Path) -> None:
     with pytest.warns(UserWarning, match=r"names a verdict 'zzz' that no run carries\.$"):
         oa.acceptance(v03, "zzz", as_of=AS_OF)
 
 
-def test_issue39_a_name_carried_only_outside_the_selection_warns(
+def test_a_name_carried_only_outside_the_selection_warns(
     v03: Path,
 ) -> None:
     # 'review' is carried, but not by the bug_fix run
@@ -112,19 +110,19 @@ def test_issue39_a_name_carried_only_outside_the_selection_warns(
         oa.rates(v03, "review", where=["task_type=bug_fix"], as_of=AS_OF)
 
 
-def test_issue39_well_spelt_rules_do_not_warn(v03: Path) -> None:
+def test_well_spelt_rules_do_not_warn(v03: Path) -> None:
     _quiet(oa.rates, v03, ["tests+review", "quality>=0.5"], as_of=AS_OF)
     _quiet(oa.compare, v03, ["tests", "tests+review+referee"], as_of=AS_OF)
 
 
-def test_issue39_an_empty_selection_does_not_call_every_name_a_typo(
+def test_an_empty_selection_does_not_call_every_name_a_typo(
     v03: Path,
 ) -> None:
     out = _quiet(oa.rates, v03, "tests", since="2020-01-01", until="2020-02-01")
     assert out.height == 0
 
 
-def test_issue39_a_short_form_with_a_comma_is_refused(v03: Path) -> None:
+def test_a_short_form_with_a_comma_is_refused(v03: Path) -> None:
     with pytest.raises(oa.RuleError, match=r"(?s)a comma does not join verdicts.*'tests\+review'"):
         oa.rates(v03, "tests,review", as_of=AS_OF)
 
@@ -132,7 +130,7 @@ def test_issue39_a_short_form_with_a_comma_is_refused(v03: Path) -> None:
 # ------------------------------------------------------------ counts beside every rate
 
 
-def test_issue39_the_compare_matrix_carries_runs_decided_and_accepted(
+def test_the_compare_matrix_carries_runs_decided_and_accepted(
     v03: Path,
 ) -> None:
     matrix, _ = oa.compare(v03, ["tests+review"], by="task_type", as_of=AS_OF)
@@ -154,7 +152,7 @@ def test_issue39_the_compare_matrix_carries_runs_decided_and_accepted(
     ]  # fmt: skip
 
 
-def test_issue39_a_rule_named_like_a_count_column_is_refused(v03: Path) -> None:
+def test_a_rule_named_like_a_count_column_is_refused(v03: Path) -> None:
     with pytest.raises(oa.OcpAnalyticsError, match="collides with a column"):
         oa.compare(v03, ["tests", "tests__decided"], as_of=AS_OF)
 
@@ -162,7 +160,7 @@ def test_issue39_a_rule_named_like_a_count_column_is_refused(v03: Path) -> None:
 # ------------------------------------------------------------ where: a label filter
 
 
-def test_issue39_where_keeps_the_runs_meeting_every_filter(v03: Path, tmp_path: Path) -> None:
+def test_where_keeps_the_runs_meeting_every_filter(v03: Path, tmp_path: Path) -> None:
     ds = v03
     feature = oa.rates(ds, where=["task_type=feature"], as_of=AS_OF)
     assert feature["runs"].to_list() == [5]
@@ -178,7 +176,7 @@ def test_issue39_where_keeps_the_runs_meeting_every_filter(v03: Path, tmp_path: 
     assert flips["runs_compared"].to_list() == [5, 5]
 
 
-def test_issue39_where_on_a_missing_column_is_refused_with_a_hint(v03: Path) -> None:
+def test_where_on_a_missing_column_is_refused_with_a_hint(v03: Path) -> None:
     with pytest.raises(oa.OcpAnalyticsError, match=r"(?s)cannot filter on 'team'.*label\.KEY"):
         oa.rates(v03, where=["team=payments"], as_of=AS_OF)
     with pytest.raises(oa.OcpAnalyticsError, match=r"cannot read the filter 'label\.team'"):

@@ -363,7 +363,7 @@ def examples_ds(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def test_issue39_headline_says_how_fresh_the_data_is(examples_ds: Path, tmp_path: Path) -> None:
+def test_headline_says_how_fresh_the_data_is(examples_ds: Path, tmp_path: Path) -> None:
     files = oa.report(examples_ds, by="task_type", as_of="2027-01-01", out=tmp_path / "r.html")
     fresh = _data(files.data_dir, "headline")["freshness"]
     assert fresh["newest_run_end"].startswith("2026-11-30T10:00:00")
@@ -373,7 +373,7 @@ def test_issue39_headline_says_how_fresh_the_data_is(examples_ds: Path, tmp_path
     assert "newest run ended 2026-11-30T10:00:00Z (31d 14h before as_of); last ingest" in page
 
 
-def test_issue39_max_staleness_refuses_a_stale_page(examples_ds: Path, tmp_path: Path) -> None:
+def test_max_staleness_refuses_a_stale_page(examples_ds: Path, tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
     from ocp_analytics.cli import app
@@ -391,9 +391,7 @@ def test_issue39_max_staleness_refuses_a_stale_page(examples_ds: Path, tmp_path:
     assert fresh.exit_code == 0 and out.exists()
 
 
-def test_issue39_heatmap_counts_and_greys_undecided_cells(
-    examples_ds: Path, tmp_path: Path
-) -> None:
+def test_heatmap_counts_and_greys_undecided_cells(examples_ds: Path, tmp_path: Path) -> None:
     from ocp_analytics.reporting.charts import DECIDED_FLOOR
 
     files = oa.report(
@@ -413,9 +411,7 @@ def test_issue39_heatmap_counts_and_greys_undecided_cells(
     assert "fewer than 20 % of the runs were decided" in page
 
 
-def test_issue39_a_rule_naming_an_unknown_verdict_is_a_banner(
-    examples_ds: Path, tmp_path: Path
-) -> None:
+def test_a_rule_naming_an_unknown_verdict_is_a_banner(examples_ds: Path, tmp_path: Path) -> None:
     files = oa.report(examples_ds, "tests+reveiw", as_of="2027-01-01", out=tmp_path / "r.html")
     page = files.html.read_text()
     assert (
@@ -424,9 +420,7 @@ def test_issue39_a_rule_naming_an_unknown_verdict_is_a_banner(
     ) in page
 
 
-def test_issue39_a_page_never_writes_over_another_pages_data(
-    examples_ds: Path, tmp_path: Path
-) -> None:
+def test_a_page_never_writes_over_another_pages_data(examples_ds: Path, tmp_path: Path) -> None:
     first = oa.report(examples_ds, as_of="2027-01-01", out=tmp_path / "nightly.html")
     assert first.data_dir == tmp_path / "nightly-data"
     assert _data(first.data_dir, "index")["page"] == "nightly.html"
@@ -436,6 +430,6 @@ def test_issue39_a_page_never_writes_over_another_pages_data(
     assert again.data_dir == first.data_dir  # the same page may rewrite its own data
 
 
-def test_issue39_rates_read_one_way_on_the_page(examples_ds: Path, tmp_path: Path) -> None:
+def test_rates_read_one_way_on_the_page(examples_ds: Path, tmp_path: Path) -> None:
     files = oa.report(examples_ds, "tests+review", as_of="2027-01-01", out=tmp_path / "r.html")
     assert "100.0 % [78.5–100.0] of 14 decided" in files.html.read_text()

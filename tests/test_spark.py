@@ -153,7 +153,7 @@ def _widest(a: list[Any], b: list[Any]) -> list[Any]:
     return [min(a[0], b[0]), max(a[1], b[1])] if a and b else a or b
 
 
-def test_issue38_ingest_writes_the_same_manifest(datasets) -> None:
+def test_ingest_writes_the_same_manifest(datasets) -> None:
     """Spark batches carry a manifest entry per part, spanning what the polars ingest's do."""
     from ocp_analytics.store.verify import verify
 

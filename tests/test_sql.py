@@ -397,7 +397,7 @@ def _point_in_time_docs() -> list[dict]:
 
 
 @pytest.mark.parametrize("backend", ["polars", "sql"])
-def test_issue39_signals_observed_after_as_of_take_no_part(tmp_path: Path, backend: str) -> None:
+def test_signals_observed_after_as_of_take_no_part(tmp_path: Path, backend: str) -> None:
     """SEMANTICS §1, §4: as_of is the instant of knowledge, on every backend."""
     ds = _ingest(_point_in_time_docs(), tmp_path)
     cols = ["run_id", "outcome", "reasons", "tier"]
@@ -421,7 +421,7 @@ def test_issue39_signals_observed_after_as_of_take_no_part(tmp_path: Path, backe
     ]
 
 
-def test_issue39_latest_verdicts_view_reads_what_was_known(tmp_path: Path) -> None:
+def test_latest_verdicts_view_reads_what_was_known(tmp_path: Path) -> None:
     ds = _ingest(_point_in_time_docs()[:1], tmp_path)
     query = "SELECT name, state FROM latest_verdicts ORDER BY name"
     assert run_query(ds, query, as_of="2026-01-01T00:00:00Z").rows() == [("tests", 2)]

@@ -321,7 +321,7 @@ def test_sql_files_missing_raises_with_hint(
         sql_files()
 
 
-def test_issue39_wilson_takes_low_and_high_and_the_old_numbers(examples_dataset: Path) -> None:
+def test_wilson_takes_low_and_high_and_the_old_numbers(examples_dataset: Path) -> None:
     con = connect(examples_dataset)
     got = con.execute(
         "SELECT ocp_wilson(14, 14, 'low'), ocp_wilson(14, 14, 'high'),"
@@ -333,7 +333,7 @@ def test_issue39_wilson_takes_low_and_high_and_the_old_numbers(examples_dataset:
         con.execute("SELECT ocp_wilson(1, 2, 'lower')").fetchone()
 
 
-def test_issue39_rates_by_period_with_since_only_ends_at_as_of(
+def test_rates_by_period_with_since_only_ends_at_as_of(
     generated: tuple[Path, Path],
 ) -> None:
     ds, _ = generated

@@ -47,13 +47,13 @@ def assert_same_flips(sql: pl.DataFrame, engine: pl.DataFrame) -> None:
             assert _same(got[col], want[col]), (want["rule_a"], want["rule_b"], col, got, want)
 
 
-def test_issue37_flips_query_equals_compare_on_the_examples(examples_dataset: Path) -> None:
+def test_flips_query_equals_compare_on_the_examples(examples_dataset: Path) -> None:
     sql = run_query(examples_dataset, FLIPS_SQL, rules=RULES, as_of=AS_OF)
     _, flips = oa.compare(examples_dataset, RULES, as_of=AS_OF)
     assert_same_flips(sql, flips)
 
 
-def test_issue37_flips_query_equals_compare_on_generated_runs(
+def test_flips_query_equals_compare_on_generated_runs(
     generated: tuple[Path, Path],
 ) -> None:
     ds, rules = generated
@@ -119,7 +119,7 @@ def _drawn(runs: int, shares: dict[str, tuple[float, float]], seed: int) -> pl.D
         (30, {"p": (0.6, 0.3), "q": (0.4, 0.4), "never": (0.0, 0.0)}),
     ],
 )
-def test_issue37_flips_query_equals_the_engine_on_drawn_rows(
+def test_flips_query_equals_the_engine_on_drawn_rows(
     con: duckdb.DuckDBPyConnection, runs: int, shares: dict[str, tuple[float, float]]
 ) -> None:
     acc = _drawn(runs, shares, seed=runs)
@@ -129,7 +129,7 @@ def test_issue37_flips_query_equals_the_engine_on_drawn_rows(
     assert engine["p_value"].null_count() == (4 if "never" in shares else 0)
 
 
-def test_issue37_flips_query_p_values_are_relatively_exact(
+def test_flips_query_p_values_are_relatively_exact(
     con: duckdb.DuckDBPyConnection,
 ) -> None:
     """Tiny p-values too: the chi-square tail holds to scipy relatively, not only to 1e-12."""

@@ -79,14 +79,14 @@ def _flip_footer(path: Path) -> None:
     path.write_bytes(bytes(data))
 
 
-def test_issue38_a_whole_dataset_has_no_damage(whole: Path) -> None:
+def test_a_whole_dataset_has_no_damage(whole: Path) -> None:
     assert verify(whole) == []
     assert all(len(_parts(whole, t)) == 2 for t in S.TABLES)
 
 
 @pytest.mark.parametrize("kind", ["truncated", "flipped", "deleted", "replaced"])
 @pytest.mark.parametrize("table", list(S.TABLES))
-def test_issue38_verify_finds_a_damaged_part(ds: Path, table: str, kind: str) -> None:
+def test_verify_finds_a_damaged_part(ds: Path, table: str, kind: str) -> None:
     (record, rel), (_, other) = _parts(ds, table)
     path = ds / rel
     size = path.stat().st_size
@@ -111,7 +111,7 @@ def test_issue38_verify_finds_a_damaged_part(ds: Path, table: str, kind: str) ->
 
 
 @pytest.mark.parametrize("table", list(S.TABLES))
-def test_issue38_a_footer_check_alone_finds_a_damaged_footer(ds: Path, table: str) -> None:
+def test_a_footer_check_alone_finds_a_damaged_footer(ds: Path, table: str) -> None:
     (record, rel), _ = _parts(ds, table)
     _flip_footer(ds / rel)
     found = verify(ds, checksums=False)
@@ -147,7 +147,7 @@ RECORD = "_batches/00000002.json"
     ],
     ids=["truncated", "flipped", "files", "seq", "batch_id", "parts", "deleted"],
 )
-def test_issue38_verify_finds_a_damaged_commit_record(
+def test_verify_finds_a_damaged_commit_record(
     ds: Path, damage: Callable[[Path], None], problem: str
 ) -> None:
     batch = _records(ds)[1]["batch_id"]
@@ -157,7 +157,7 @@ def test_issue38_verify_finds_a_damaged_commit_record(
     assert found[0].problem.startswith(problem.format(batch=batch))
 
 
-def test_issue38_a_changed_manifest_entry_is_found_on_its_part(ds: Path) -> None:
+def test_a_changed_manifest_entry_is_found_on_its_part(ds: Path) -> None:
     def fewer_rows(record: dict[str, Any]) -> None:
         record["parts"][0]["rows"] -= 1
         record["parts"][0].pop("sha256")  # else the checksum is the first check to fail
@@ -178,7 +178,7 @@ def _strip_manifests(ds: Path) -> None:
         _rewrite(path, lambda r: r.pop("parts"))
 
 
-def test_issue38_records_without_a_manifest_are_read_and_checked_for_what_they_allow(
+def test_records_without_a_manifest_are_read_and_checked_for_what_they_allow(
     ds: Path,
 ) -> None:
     want = oa.scan_dataset(ds).runs.collect()
@@ -196,7 +196,7 @@ def test_issue38_records_without_a_manifest_are_read_and_checked_for_what_they_a
     ]
 
 
-def test_issue38_a_damaged_record_stops_readers_with_one_line(ds: Path) -> None:
+def test_a_damaged_record_stops_readers_with_one_line(ds: Path) -> None:
     _truncate(ds / RECORD)
     with pytest.raises(oa.DatasetError) as caught:
         oa.scan_dataset(ds)
@@ -208,7 +208,7 @@ def test_issue38_a_damaged_record_stops_readers_with_one_line(ds: Path) -> None:
 
 @pytest.mark.parametrize("damage", [_truncate, _flip_footer, _flip, Path.unlink])
 @pytest.mark.parametrize("table", list(S.TABLES))
-def test_issue38_a_read_failing_on_a_damaged_part_names_it_in_one_line(
+def test_a_read_failing_on_a_damaged_part_names_it_in_one_line(
     ds: Path, table: str, damage: Callable[[Path], None]
 ) -> None:
     (record, rel), _ = _parts(ds, table)
@@ -225,14 +225,14 @@ def test_issue38_a_read_failing_on_a_damaged_part_names_it_in_one_line(
     assert caught.value.__cause__ is not None
 
 
-def test_issue38_duckdb_failing_on_a_damaged_part_names_it(ds: Path) -> None:
+def test_duckdb_failing_on_a_damaged_part_names_it(ds: Path) -> None:
     (_, rel), _ = _parts(ds, "signals")
     _truncate(ds / rel)
     with pytest.raises(oa.DatasetError, match=f"damaged part {rel}: "), damaged_parts(ds):
         duckdb.sql(f"SELECT count(*) FROM read_parquet('{ds / rel}')").fetchall()
 
 
-def test_issue38_errors_no_damage_explains_are_raised_as_they_were(whole: Path) -> None:
+def test_errors_no_damage_explains_are_raised_as_they_were(whole: Path) -> None:
     with pytest.raises(ColumnNotFoundError), damaged_parts(whole):
         oa.scan_dataset(whole).runs.select("no_such_column").collect()
     with pytest.raises(ComputeError, match=r"^not a part$"), damaged_parts(whole):
@@ -241,7 +241,7 @@ def test_issue38_errors_no_damage_explains_are_raised_as_they_were(whole: Path) 
         assert oa.scan_dataset(whole).runs.select(pl.len()).collect().item() > 0
 
 
-def test_issue38_verify_reads_an_object_store(bucket: str) -> None:
+def test_verify_reads_an_object_store(bucket: str) -> None:
     uri = f"{bucket}/verify.dataset"
     oa.ingest(EXAMPLES / "v0.3" / "solo.ocp.json", uri)
     assert verify(uri) == []
