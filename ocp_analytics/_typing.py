@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["DatasetLike", "Period", "RulesLike", "StoreLike", "Tier", "When"]
 
 Tier: TypeAlias = Literal["verified", "reported", "heuristic", "asserted"]
-"""Evidence tiers, strongest first (SEMANTICS §7)."""
+"""Evidence tiers, strongest first (docs/figures.md "tier and q")."""
 
 Period: TypeAlias = Literal["day", "week", "month"]
 """Calendar buckets of the time axis, in UTC (weeks start on Monday)."""

@@ -6,7 +6,7 @@ Two kinds of declaration live here and nowhere else:
   the fields ocp-analytics reads are declared; readers ignore the rest (OCP
   §1). Integers are declared ``Float64`` so that ``14.5`` is seen (and
   reported) rather than silently truncated; timestamps are ``String`` and
-  parsed afterwards (SEMANTICS §2).
+  parsed afterwards (docs/figures.md "Times").
 * One pyarrow schema per table of the dataset. Every table is cast to its
   schema before it is written; no column type is inferred from data. The
   outputs (acceptance rows, flips) are declared the same way; their polars
@@ -230,8 +230,8 @@ SIGNALS = pa.schema(
         pa.field("target", F64),
         pa.field("scale", STR),
         pa.field("at_attempt", STR),
-        # the attempt at_attempt names (SEMANTICS §8), linked at ingest:
-        # its place (0: none of the run's attempts), n and round
+        # the attempt at_attempt names, linked at ingest (docs/figures.md "The attempt
+        # at acceptance"): its place (0: none of the run's attempts), n and round
         pa.field("attempt_pos", pa.int32()),
         pa.field("attempt_n", I64),
         pa.field("attempt_round", I64),
@@ -298,7 +298,7 @@ QUARANTINE = pa.schema(
     ]
 )
 
-# Late events that arrive apart from their run (SEMANTICS §11): OCP signals of
+# Late events that arrive apart from their run (docs/late-events.md): OCP signals of
 # kind "event" plus the commit they concern, matched to runs at read time
 # through the runs' commit/merge artifacts. Not per run: every committed row is
 # current (an event id is stored once; the first stored record wins, see events.py).
@@ -434,7 +434,8 @@ def part_table(frame: pl.DataFrame, table: str) -> pa.Table:
 RUN_TABLES = ("runs", "attempts", "signals", "rules", "artifacts", "findings")
 
 
-# What the engine writes: one row per (run, rule) (SEMANTICS §6–§9); large strings,
+# What the engine writes: one row per (run, rule) (docs/figures.md, "Per run: the
+# acceptance table"); large strings,
 # as polars hands them to Arrow. Only the four attempt columns can be null;
 # the others are declared ``not null`` (Parquet REQUIRED), which readers can
 # rely on and which spares the writer their definition levels (less of its
@@ -464,7 +465,7 @@ ACCEPTANCE = pa.schema(
     ]
 )
 
-# Rule-versus-rule comparison (SEMANTICS §10, docs/statistics.md): per ordered
+# Rule-versus-rule comparison (docs/figures.md "Comparing rules", docs/statistics.md): per ordered
 # pair of rules (group columns, when any, come first):
 # - ``runs_compared``: runs evaluated under both rules; ``flips``: of those,
 #   accepted under ``rule_a`` and not under ``rule_b`` (rejected or unknown);

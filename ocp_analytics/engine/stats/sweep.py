@@ -3,7 +3,7 @@ target, for every observed value at once, from one sort per group.
 
 A rule with a score has other parts too (required verdicts, excluded events).
 Per run, what the rest of the rule says does not depend on the target; only
-the score part does (SEMANTICS §5, docs/figures.md "outcome and reasons"):
+the score part does (docs/figures.md "outcome and reasons"):
 
 =================  ====================  ====================  ==============
 rest of the rule   score reaches target  score misses target   no score
