@@ -4,10 +4,10 @@ polars 2 configures its allocator (jemalloc) when it is imported: freed pages
 go back to the system after 0.5 s (dirty) and 1 s (muzzy), unless the
 environment variable ``_RJEM_MALLOC_CONF`` says otherwise. Evaluation frees
 and allocates buffers of the same sizes slice after slice, every second or
-two, so with those decays most pages are handed back and faulted in again:
-at 2M runs × 20 rules, 1.1M page faults and 4.6 s of system time. Keeping
-freed pages 10 s halves the faults (measured in benchmarks/RESULTS.md), for
-a higher peak RSS (1.5 instead of 1.2 GB there).
+two, so with those decays most pages are handed back and faulted in again,
+which costs seconds of system time at a few million runs. Keeping freed
+pages 10 s halves the faults, for a higher peak RSS (the figures are in
+benchmarks/RESULTS.md, History).
 
 This module only reads and writes ``os.environ``: importing it never
 imports polars.

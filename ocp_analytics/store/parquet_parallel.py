@@ -1,9 +1,9 @@
 """One Parquet file whose row groups are encoded on several threads at once.
 
 pyarrow's ``ParquetWriter`` encodes a file on the thread that calls it, one
-row group after the other. At 2M runs x 100 rules that one thread was the
-bound of ``write_acceptance`` (about 60 ms of CPU a 500k-row frame, 400
-frames) while the evaluation beside it left part of a core idle.
+row group after the other. With many rules that one thread was the bound of
+``write_acceptance`` while the evaluation beside it left part of a core idle
+(benchmarks/RESULTS.md, History).
 
 Here each table is encoded by pyarrow as a Parquet file of its own, in memory,
 on any thread (pyarrow releases the GIL). :class:`ParquetRowGroups` then
@@ -294,7 +294,7 @@ def encode(
 
     The file is written into ``into`` (a mutable buffer, given back sliced)
     when it fits, else into fresh memory: reusing buffers saves the page
-    faults of new memory (about 8 ms of system CPU a 3.5 MB file).
+    faults of new memory (benchmarks/RESULTS.md).
     Thread-safe; pyarrow encodes without the GIL.
 
     Examples
