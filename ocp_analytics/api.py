@@ -43,6 +43,8 @@ from ocp_analytics.engine.timeaxis import resolve_as_of, resolve_window
 from ocp_analytics.exceptions import OcpAnalyticsError, hint
 from ocp_analytics.model.rules import Rule, resolve_rules
 from ocp_analytics.schemas import ACCEPTANCE, as_views
+from ocp_analytics.store.commits import Snapshot
+from ocp_analytics.store.dataset import Dataset, scan_at
 from ocp_analytics.store.parquet_writer import ThreadedParquetWriter, atomic_parquet
 
 __all__ = ["acceptance", "attempts_distribution", "compare", "rates", "write_acceptance"]
@@ -171,20 +173,25 @@ def _as_written(schema: pa.Schema) -> pa.Schema:
     return pa.schema([pa.field(f.name, written(f), f.nullable) for f in schema])
 
 
-def _footer(as_of: datetime) -> dict[bytes, bytes]:
-    """The acceptance file's key-value metadata: ``ARROW:schema``, then ``as_of``.
+def _footer(as_of: datetime, snapshot: int | None = None) -> dict[bytes, bytes]:
+    """The acceptance file's key-value metadata: ``ARROW:schema``, ``as_of``, ``snapshot``.
 
     The file's column types are those of ACCEPTANCE: readers take them from
     the footer's ``ARROW:schema``, stored as pyarrow stores it (the schema's
-    IPC form in base64), since the writer is given other ones.
+    IPC form in base64), since the writer is given other ones. ``snapshot``
+    is the ``seq`` of the commit the rows were read at (empty for tables in
+    memory): with ``as_of``, what reads the same rows again.
 
     Examples
     --------
     >>> from datetime import UTC
-    >>> list(_footer(datetime(2027, 1, 1, tzinfo=UTC)).items())[1]
-    (b'ocp_analytics.as_of', b'2027-01-01T00:00:00+00:00')
+    >>> list(_footer(datetime(2027, 1, 1, tzinfo=UTC), 12).items())[1:]
+    [(b'ocp_analytics.as_of', b'2027-01-01T00:00:00+00:00'), (b'ocp_analytics.snapshot', b'12')]
     """
-    meta = {b"ocp_analytics.as_of": as_of.isoformat().encode()}
+    meta = {
+        b"ocp_analytics.as_of": as_of.isoformat().encode(),
+        b"ocp_analytics.snapshot": b"" if snapshot is None else str(snapshot).encode(),
+    }
     stored = base64.b64encode(ACCEPTANCE.with_metadata(meta).serialize().to_pybytes())
     return {b"ARROW:schema": stored, **meta}
 
@@ -230,6 +237,7 @@ def acceptance(
     until: When = None,
     late_only: bool = False,
     where: Sequence[str] = (),
+    snapshot: Snapshot = None,
 ) -> pl.DataFrame:
     """Acceptance of every run, under its recorded rule and alternative rules.
 
@@ -260,6 +268,12 @@ def acceptance(
         Only runs meeting every filter ``label.KEY=VALUE`` or
         ``COLUMN=VALUE`` (a ``runs`` column, compared as text), applied
         where the window is.
+    snapshot
+        The dataset as a commit left it: its ``seq`` (``ocp-analytics
+        log``) or an instant (the last commit at or before it); ``None``: the
+        latest. With ``as_of``, the same call gives the same rows after any
+        later ingest (docs/dataset.md, "Snapshots"). Refused with a scanned
+        :class:`~ocp_analytics.Dataset` (scan it at the snapshot instead).
 
     Warns
     -----
@@ -287,6 +301,7 @@ def acceptance(
     ('accepted', 'reported', 'review.a2', 4)
     """
     scope = _Scope.read(resolve_rules(rules), as_of, since, until, recorded, where=where)
+    dataset = scan_at(dataset, snapshot)
     sink = _Collect(turned_by_late_event() if late_only else None)
     scope.run(dataset, [sink])
     if not sink.frames:
@@ -307,6 +322,7 @@ def write_acceptance(
     slice_runs: int = SLICE_RUNS,
     progress: Callable[[int, int], None] | None = None,
     where: Sequence[str] = (),
+    snapshot: Snapshot = None,
 ) -> int:
     """Write acceptance rows to one Parquet file, a slice of runs at a time.
 
@@ -315,13 +331,14 @@ def write_acceptance(
     the next being computed) and up to
     :data:`~ocp_analytics.store.parquet_writer.WRITE_AHEAD_BYTES` of rows
     waiting to be encoded. Rows are written slice by slice, rule by rule
-    (not sorted by run). ``as_of`` is also
-    written into the file's metadata (``ocp_analytics.as_of``). The file
+    (not sorted by run). ``as_of`` and the ``seq`` of the commit read
+    (the one ``snapshot`` names, else the newest) are also written into the
+    file's metadata (``ocp_analytics.as_of``, ``ocp_analytics.snapshot``). The file
     appears atomically (written to a temporary name, then renamed).
 
     Parameters
     ----------
-    dataset, rules, as_of, recorded, since, until, late_only, where
+    dataset, rules, as_of, recorded, since, until, late_only, where, snapshot
         As for :func:`acceptance`.
     out
         The Parquet file to write.
@@ -350,10 +367,11 @@ def write_acceptance(
             hint(f"the folder {str(target.parent)!r} does not exist.", "create it first.")
         )
     keep = turned_by_late_event() if late_only else None
+    dataset = scan_at(dataset, snapshot)
     with atomic_parquet(
         target,
         _as_written(ACCEPTANCE),
-        _footer(scope.as_of),
+        _footer(scope.as_of, dataset.snapshot if isinstance(dataset, Dataset) else None),
         write_statistics=_STATISTICS,
         use_dictionary=_DICTIONARY,
         store_schema=False,
@@ -399,6 +417,7 @@ def rates(
     period: Period | None = None,
     slice_runs: int = SLICE_RUNS,
     where: Sequence[str] = (),
+    snapshot: Snapshot = None,
 ) -> pl.DataFrame:
     """Acceptance rates per group and rule, optionally per period.
 
@@ -406,7 +425,7 @@ def rates(
 
     Parameters
     ----------
-    dataset, rules, as_of, recorded, since, until, where
+    dataset, rules, as_of, recorded, since, until, where, snapshot
         As for :func:`acceptance`.
     by
         Group columns: any ``runs`` column, or ``label.KEY`` for a label
@@ -442,9 +461,15 @@ def rates(
     [('full-fields', 1), (None, 6)]
     >>> oa.rates(ds, where=["label.example=full-fields"], as_of="2027-01-01")["runs"].item()
     1
+
+    The dataset as its first commit left it, whatever was ingested since:
+
+    >>> _ = oa.ingest("tests/data/examples/swarm-v02.ocp.json", ds)
+    >>> oa.rates(ds, as_of="2027-01-01", snapshot=1)["runs"].item()
+    7
     """
     scope = _Scope.read(resolve_rules(rules), as_of, since, until, recorded, slice_runs, where)
-    sink, names, keys = _rate_partials(dataset, scope, by, period, min_tier)
+    sink, names, keys = _rate_partials(scan_at(dataset, snapshot), scope, by, period, min_tier)
     out = named_rates(sink, keys, names)
     warn_missing_labels(out, names)
     return out
@@ -461,12 +486,13 @@ def attempts_distribution(
     until: When = None,
     slice_runs: int = SLICE_RUNS,
     where: Sequence[str] = (),
+    snapshot: Snapshot = None,
 ) -> pl.DataFrame:
     """Accepted runs by the attempt at which they were accepted, per group and rule.
 
     Parameters
     ----------
-    dataset, rules, as_of, recorded, since, until, where
+    dataset, rules, as_of, recorded, since, until, where, snapshot
         As for :func:`acceptance`.
     by, slice_runs
         As for :func:`rates`.
@@ -489,7 +515,7 @@ def attempts_distribution(
     [('recorded', 4, 1.0)]
     """
     scope = _Scope.read(resolve_rules(rules), as_of, since, until, recorded, slice_runs, where)
-    sink, names, keys = _rate_partials(dataset, scope, by)
+    sink, names, keys = _rate_partials(scan_at(dataset, snapshot), scope, by)
     named = sink.distribution(empty_decisions(keys)).rename(dict(zip(keys, names, strict=True)))
     return named.collect()
 
@@ -506,12 +532,13 @@ def compare(
     until: When = None,
     slice_runs: int = SLICE_RUNS,
     where: Sequence[str] = (),
+    snapshot: Snapshot = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Teams' bars side by side: a rate matrix and, per rule pair, flips and a paired test.
 
     Parameters
     ----------
-    dataset, as_of, recorded, since, until, where
+    dataset, as_of, recorded, since, until, where, snapshot
         As for :func:`acceptance`.
     rules
         The rules to compare (each run's own rule too, with ``recorded``).
@@ -557,7 +584,7 @@ def compare(
     gnames, keys = groups(cols, None)
     flips = FlipPartials(names, sample, keys=keys)
     scope = _Scope.read(alt, as_of, since, until, recorded, slice_runs, where)
-    sink, _, _ = _rate_partials(dataset, scope, cols, flips=flips)
+    sink, _, _ = _rate_partials(scan_at(dataset, snapshot), scope, cols, flips=flips)
     long = named_rates(sink, keys, gnames)
     warn_missing_labels(long, gnames)
     named = dict(zip(keys, gnames, strict=True))

@@ -96,7 +96,7 @@ def test_out_works_for_table(ds: str, tmp_path: Path) -> None:
     ok("accept", ds, "--as-of", AS_OF, "--format", "table", "--out", str(out))
     text = out.read_text()
     assert "run_ex_full_a" in text
-    assert text.endswith("as_of: 2027-01-01T00:00:00+00:00\n")
+    assert text.endswith("as_of: 2027-01-01T00:00:00+00:00, snapshot: 1\n")
     cmp = tmp_path / "cmp.txt"
     ok("compare", ds, "--rule", "tests", "--as-of", AS_OF, "-o", str(cmp))
     assert cmp.read_text().startswith("accept rate [95% interval] by group and rule\n")
@@ -121,8 +121,9 @@ def test_parquet_without_out_is_an_error(ds: str) -> None:
 def test_compare_json_is_one_document(ds: str, tmp_path: Path) -> None:
     args = ["compare", ds, "--rule", "tests", "--rule", "tests+review", "--as-of", AS_OF]
     body = json.loads(ok(*args, "--format", "json").stdout)
-    assert sorted(body) == ["as_of", "flips", "matrix"]
+    assert sorted(body) == ["as_of", "flips", "matrix", "snapshot"]
     assert body["as_of"] == "2027-01-01T00:00:00+00:00"
+    assert body["snapshot"] == 1
     assert body["matrix"][0]["tests+review"] == 1.0
     flip = [f for f in body["flips"] if (f["rule_a"], f["rule_b"]) == ("tests", "tests+review")]
     assert flip[0]["flips"] == 10 and flip[0]["runs_compared"] == 32

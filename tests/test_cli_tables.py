@@ -105,7 +105,7 @@ def test_rates_table_shows_the_scanned_columns_and_as_of_once(ds: str) -> None:
     ]
     assert "│ feature   ┆ recorded ┆ 15   ┆ 15      ┆ 100.0 % [79.6–100.0] of 15 decided ┆" in text
     assert text.count("2027-01-01") == 1
-    assert text.rstrip().endswith("as_of: 2027-01-01T00:00:00+00:00")
+    assert text.rstrip().endswith("as_of: 2027-01-01T00:00:00+00:00, snapshot: 1")
 
 
 def test_wide_shows_every_column_and_other_formats_keep_them(ds: str) -> None:

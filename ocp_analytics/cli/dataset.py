@@ -12,6 +12,7 @@ from ocp_analytics.cli.options import (
     Format,
     FormatOpt,
     OutOpt,
+    SnapshotOpt,
     output_format,
 )
 from ocp_analytics.cli.output import deliver, emit, json_text
@@ -19,15 +20,6 @@ from ocp_analytics.cli.output import deliver, emit, json_text
 if TYPE_CHECKING:
     from ocp_analytics.store.verify import Checked
 
-SnapshotOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--snapshot",
-        metavar="SEQ|INSTANT",
-        help="The dataset as a commit left it: its seq (see `log`), or an instant "
-        "(ISO 8601; the last commit at or before it).",
-    ),
-]
 ChecksumsOpt = Annotated[
     bool,
     typer.Option(

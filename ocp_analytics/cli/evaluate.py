@@ -27,6 +27,7 @@ from ocp_analytics.cli.options import (
     RuleOpt,
     RulesOpt,
     SinceOpt,
+    SnapshotOpt,
     SparkConfOpt,
     SparkMasterOpt,
     Tier,
@@ -34,6 +35,7 @@ from ocp_analytics.cli.options import (
     WhereOpt,
     WideOpt,
     as_of_arg,
+    dataset_arg,
     output_format,
     rules_arg,
     spark_session,
@@ -48,12 +50,14 @@ from ocp_analytics.cli.output import (
     rates_table,
     render,
     sort_flips,
+    stamp,
     warnings_as_lines,
 )
 from ocp_analytics.exceptions import OcpAnalyticsError, hint
 
 if TYPE_CHECKING:
     from ocp_analytics.model.rules import Rule
+    from ocp_analytics.store.dataset import Dataset
 
 
 def accept(
@@ -61,6 +65,7 @@ def accept(
     rules: RulesOpt = None,
     rule: RuleOpt = None,
     as_of: AsOfOpt = None,
+    snapshot: SnapshotOpt = None,
     since: SinceOpt = None,
     until: UntilOpt = None,
     where: WhereOpt = None,
@@ -95,6 +100,7 @@ def accept(
       ocp-analytics accept runs.dataset --since 7d -o last-week.csv
       ocp-analytics accept runs.dataset --where label.team=payments --since 30d
       ocp-analytics accept runs.dataset --late-only   # accepted yesterday, reverted today
+      ocp-analytics accept runs.dataset --as-of 2026-12-01T00:00:00Z --snapshot 41  # as then
       ocp-analytics accept runs.dataset --engine spark -o acceptance.parquet  # a folder of parts
     """
     fmt = output_format(format, out)
@@ -102,8 +108,9 @@ def accept(
     alt = rules_arg(rules, rule)
     window: dict[str, Any] = {"recorded": recorded, "since": since, "until": until}
     window |= where_arg(where, engine)
+    ds = dataset_arg(dataset, snapshot)
     if engine is Engine.polars:
-        _accept_polars(dataset, alt, when, {**window, "late_only": late_only}, fmt, out)
+        _accept_polars(ds, alt, when, {**window, "late_only": late_only}, fmt, out)
         return
     if late_only:
         raise OcpAnalyticsError(
@@ -112,11 +119,12 @@ def accept(
                 "run it with --engine polars (the default).",
             )
         )
+    window["snapshot"] = ds.snapshot
     _accept_spark(dataset, alt, when, window, fmt, out, spark_master, spark_conf)
 
 
 def _accept_polars(
-    dataset: str,
+    dataset: Dataset,
     alt: list[Rule | str],
     when: datetime,
     window: dict[str, Any],
@@ -129,10 +137,10 @@ def _accept_polars(
     with warnings_as_lines():
         if fmt is Format.parquet and out is not None:
             rows = write_acceptance(dataset, out, alt, as_of=when, **window)
-            typer.echo(f"wrote {rows:,} rows to {out} (as_of {when.isoformat()})", err=True)
+            typer.echo(f"wrote {rows:,} rows to {out} ({_stamp(when, dataset.snapshot)})", err=True)
             return
         frame = acceptance(dataset, alt, as_of=when, **window).sort("run_id", "rule")
-    _emit_or_say_empty(frame, fmt, out, when, window)
+    _emit_or_say_empty(frame, fmt, out, when, {**window, "snapshot": dataset.snapshot})
 
 
 def _accept_spark(
@@ -151,9 +159,8 @@ def _accept_spark(
     with spark_session(master, conf) as session, warnings_as_lines():
         if fmt is Format.parquet and out is not None:
             rows = spark.write_acceptance(session, dataset, out, alt, when, **window)
-            typer.echo(
-                f"wrote {rows:,} rows to the folder {out} (as_of {when.isoformat()})", err=True
-            )
+            said = _stamp(when, window["snapshot"])
+            typer.echo(f"wrote {rows:,} rows to the folder {out} ({said})", err=True)
             return
         frame = spark.to_polars(spark.acceptance(session, dataset, alt, when, **window))
     _emit_or_say_empty(frame.sort("run_id", "rule"), fmt, out, when, window)
@@ -169,6 +176,7 @@ def rates(
         typer.Option("--min-tier", help="Count only outcomes at least this strong as decided."),
     ] = None,
     as_of: AsOfOpt = None,
+    snapshot: SnapshotOpt = None,
     since: SinceOpt = None,
     until: UntilOpt = None,
     where: WhereOpt = None,
@@ -193,7 +201,8 @@ def rates(
     cell (e.g. '66.0 % [65.7–66.3] of 1,234 decided') and attempts_median;
     --wide adds every other column; csv, json and parquet keep every column,
     accept_rate, ci_low, ci_high and decided_share as numbers. as_of is the
-    table's last line. Past 40 rows the table keeps the newest periods and
+    table's last line, with the snapshot read (--snapshot, else the newest
+    commit's seq). Past 40 rows the table keeps the newest periods and
     says how many rows it left out.
 
     \b
@@ -205,12 +214,14 @@ def rates(
       ocp-analytics rates runs.dataset --since 30d --period week --by label.team
       ocp-analytics rates runs.dataset --since 3mo --period month --wide
       ocp-analytics rates runs.dataset --where label.team=payments --by task_type
+      ocp-analytics rates runs.dataset --as-of 2026-12-01T00:00:00Z --snapshot 41
     """
     from ocp_analytics.api import rates as run_rates
 
     fmt = output_format(format, out)
     when = as_of_arg(as_of)
     items = rules_arg(rules, rule)
+    ds = dataset_arg(dataset, snapshot)
     kwargs: dict[str, Any] = {
         "by": by or [],
         "min_tier": None if min_tier is None else min_tier.value,
@@ -225,16 +236,16 @@ def rates(
             from ocp_analytics import spark
 
             with spark_session(spark_master, spark_conf) as session:
-                frame = spark.rates(session, dataset, items, **kwargs)
+                frame = spark.rates(session, dataset, items, snapshot=ds.snapshot, **kwargs)
         else:
-            frame = run_rates(dataset, items, **kwargs)
+            frame = run_rates(ds, items, **kwargs)
     if fmt is Format.table:
         keys = [*(["period"] if period else []), *(by or [])]
         keys = [k for k in keys if k in frame.columns]
         shown = rates_table(frame, keys, wide)
     else:
         shown = frame
-    _emit_or_say_empty(shown, fmt, out, when, kwargs)
+    _emit_or_say_empty(shown, fmt, out, when, {**kwargs, "snapshot": ds.snapshot})
 
 
 def compare(
@@ -243,6 +254,7 @@ def compare(
     rule: RuleOpt = None,
     by: ByOpt = None,
     as_of: AsOfOpt = None,
+    snapshot: SnapshotOpt = None,
     since: SinceOpt = None,
     until: UntilOpt = None,
     where: WhereOpt = None,
@@ -263,8 +275,8 @@ def compare(
     only), d (rejected under both), the difference of accept rates with
     Newcombe's paired 95 % interval, McNemar's p-value (exact below 25
     discordant runs) and Holm's adjusted p-value across all rows.
-    Flips are listed largest first. JSON is one document {"as_of", "matrix",
-    "flips"}; csv and parquet are two tables, so they need --out: the matrix
+    Flips are listed largest first. JSON is one document {"as_of", "snapshot",
+    "matrix", "flips"}; csv and parquet are two tables, so they need --out: the matrix
     goes to --out and the flips beside it as FILE.flips.EXT.
 
     \b
@@ -273,6 +285,7 @@ def compare(
       ocp-analytics compare runs.dataset --rule tests --rule tests+review -o cmp.json
       ocp-analytics compare runs.dataset --rules a.toml --rules b.toml -f csv -o cmp.csv
       ocp-analytics compare runs.dataset --rules team-bars.toml --where label.team=payments
+      ocp-analytics compare runs.dataset --rule tests --as-of 2026-12-01 --snapshot 41
     """
     from ocp_analytics.api import compare as run_compare
 
@@ -291,6 +304,7 @@ def compare(
         raise OcpAnalyticsError(
             hint("compare needs rules to compare.", "pass --rules FILE or --rule SHORT.")
         )
+    ds = dataset_arg(dataset, snapshot)
     kwargs: dict[str, Any] = {
         "by": by or [],
         "as_of": when,
@@ -304,19 +318,26 @@ def compare(
             from ocp_analytics import spark
 
             with spark_session(spark_master, spark_conf) as session:
-                matrix, flips = spark.compare(session, dataset, items, **kwargs)
+                matrix, flips = spark.compare(
+                    session, dataset, items, snapshot=ds.snapshot, **kwargs
+                )
         else:
-            lazy_matrix, lazy_flips = run_compare(dataset, items, **kwargs)
+            lazy_matrix, lazy_flips = run_compare(ds, items, **kwargs)
             matrix, flips = lazy_matrix, lazy_flips
     if matrix.is_empty() and (since is not None or until is not None or where):
         typer.echo(no_run_line(since, until, when, where or ()), err=True)
         if fmt is Format.table:
             return
-    _write_comparison(matrix, sort_flips(flips), fmt, out, when)
+    _write_comparison(matrix, sort_flips(flips), fmt, out, when, ds.snapshot)
 
 
 def _write_comparison(
-    matrix: pl.DataFrame, flips: pl.DataFrame, fmt: Format, out: Path | None, when: datetime
+    matrix: pl.DataFrame,
+    flips: pl.DataFrame,
+    fmt: Format,
+    out: Path | None,
+    when: datetime,
+    snapshot: int | None,
 ) -> None:
     """``compare``'s result: one text or JSON document, or the matrix and its flips file."""
     if fmt is Format.table:
@@ -329,18 +350,18 @@ def _write_comparison(
                 "paired, over the runs decided under both: a accepted under both, b rule_a only,",
                 "c rule_b only, d rejected under both; difference = rate under rule_a minus",
                 "under rule_b [95% Newcombe]; McNemar's p-value; p_holm adjusted across the rows",
-                render(flips_table(flips), fmt, when),
+                render(flips_table(flips), fmt, when, snapshot),
             ]
         )
         deliver(text, out)
     elif fmt is Format.json:
-        body = {"as_of": when.isoformat(), "matrix": matrix.to_dicts(), "flips": flips.to_dicts()}
+        body = {**stamp(when, snapshot), "matrix": matrix.to_dicts(), "flips": flips.to_dicts()}
         deliver(json_text(body), out)
     else:
-        emit(matrix, fmt, out, when)
+        emit(matrix, fmt, out, when, snapshot)
         if out is None:
             typer.echo("")
-        emit(flips, fmt, None if out is None else _flips_path(out), when)
+        emit(flips, fmt, None if out is None else _flips_path(out), when, snapshot)
         return
     if out is not None:
         typer.echo(f"wrote {out}", err=True)
@@ -385,10 +406,16 @@ def _emit_or_say_empty(
     """Write ``frame``; when a window or ``--where`` selected no run, say so instead of a table.
 
     Files (csv, json, parquet) are still written, empty, so a pipeline finds them.
+    ``window["snapshot"]`` is the seq of the commit read, written beside ``as_of``.
     """
     since, until, where = window.get("since"), window.get("until"), window.get("where", [])
     if frame.is_empty() and (since is not None or until is not None or where):
         typer.echo(no_run_line(since, until, when, where), err=True)
         if fmt is Format.table:
             return
-    emit(frame, fmt, out, when)
+    emit(frame, fmt, out, when, window.get("snapshot"))
+
+
+def _stamp(when: datetime, snapshot: int | None) -> str:
+    """``as_of …, snapshot …`` for the ``wrote N rows`` line."""
+    return f"as_of {when.isoformat()}, snapshot {'none' if snapshot is None else snapshot}"

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from ocp_analytics.model.rules import Rule
+    from ocp_analytics.store.dataset import Dataset
 
 
 class Format(StrEnum):
@@ -77,6 +78,15 @@ SourcesArg = Annotated[
     list[str],
     typer.Argument(
         help="Files, folders, globs, s3:// or abfss:// objects and prefixes, or - for stdin."
+    ),
+]
+SnapshotOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--snapshot",
+        metavar="SEQ|INSTANT",
+        help="The dataset as a commit left it: its seq (see `log`), or an instant "
+        "(ISO 8601; the last commit at or before it). Default: the newest commit.",
     ),
 ]
 DatasetOutOpt = Annotated[str, typer.Option("--out", "-o", help=_DATASET_HELP)]
@@ -268,6 +278,18 @@ def as_of_arg(as_of: str | None) -> datetime:
                 "use ISO 8601, e.g. 2026-12-01T00:00:00Z or 2026-12-01 (midnight UTC).",
             )
         ) from exc
+
+
+def dataset_arg(dataset: str, snapshot: str | None) -> Dataset:
+    """The dataset scanned once at ``--snapshot`` (the newest commit when absent).
+
+    Every command then reads this one state, and writes its ``seq``
+    (:attr:`~ocp_analytics.Dataset.snapshot`) beside ``as_of``; a snapshot no
+    commit matches stops the command before any work, naming the commits there are.
+    """
+    from ocp_analytics.store.dataset import scan_dataset
+
+    return scan_dataset(dataset, snapshot=snapshot)
 
 
 def spark_session(

@@ -104,8 +104,13 @@ def table_text(frame: pl.DataFrame) -> str:
     return text
 
 
-def render(frame: pl.DataFrame, fmt: Format, as_of: datetime | None) -> str:
-    """A result as an aligned table, CSV, or JSON (``{"as_of": …, "rows": […]}``).
+def render(
+    frame: pl.DataFrame, fmt: Format, as_of: datetime | None, snapshot: int | None = None
+) -> str:
+    """A result as an aligned table, CSV, or JSON (``{"as_of": …, "snapshot": …, "rows": […]}``).
+
+    ``snapshot`` (the ``seq`` of the commit read) goes beside ``as_of``: the
+    table's last line, the JSON header; with both, a rerun reads the same rows.
 
     Examples
     --------
@@ -113,19 +118,47 @@ def render(frame: pl.DataFrame, fmt: Format, as_of: datetime | None) -> str:
     rule,runs
     tests,3
     <BLANKLINE>
+    >>> from datetime import UTC
+    >>> when = datetime(2027, 1, 1, tzinfo=UTC)
+    >>> render(pl.DataFrame({"runs": [3]}), Format.table, when, 12).splitlines()[-1]
+    'as_of: 2027-01-01T00:00:00+00:00, snapshot: 12'
     """
     if fmt is Format.json:
-        return json_text({"as_of": as_of.isoformat() if as_of else None, "rows": frame.to_dicts()})
+        head = stamp(as_of, snapshot)
+        return json_text({**head, "rows": frame.to_dicts()})
     if fmt is Format.csv:
         return _plain(frame).write_csv()
     text = table_text(frame.drop("as_of", strict=False))
     if as_of is not None:
-        text += f"\nas_of: {as_of.isoformat()}"
+        text += "\n" + footer_line(as_of, snapshot)
     return text
 
 
-def _write_parquet(frame: pl.DataFrame, out: Path, as_of: datetime | None) -> None:
-    """Parquet with the instant the rows were judged at in its metadata."""
+def stamp(as_of: datetime | None, snapshot: int | None) -> dict[str, Any]:
+    """The JSON header of a result: ``as_of``, and ``snapshot`` beside it when there is one.
+
+    Examples
+    --------
+    >>> from datetime import UTC
+    >>> stamp(datetime(2027, 1, 1, tzinfo=UTC), 3)
+    {'as_of': '2027-01-01T00:00:00+00:00', 'snapshot': 3}
+    >>> stamp(None, None)
+    {'as_of': None}
+    """
+    if as_of is None:
+        return {"as_of": None}
+    return {"as_of": as_of.isoformat(), "snapshot": snapshot}
+
+
+def footer_line(as_of: datetime, snapshot: int | None) -> str:
+    """A table's last line: the instant judged at and the commit read (none: no commit)."""
+    return f"as_of: {as_of.isoformat()}, snapshot: {'none' if snapshot is None else snapshot}"
+
+
+def _write_parquet(
+    frame: pl.DataFrame, out: Path, as_of: datetime | None, snapshot: int | None = None
+) -> None:
+    """Parquet with the instant the rows were judged at and the commit read in its metadata."""
     import pyarrow.parquet as pq
 
     table = frame.to_arrow()
@@ -133,6 +166,8 @@ def _write_parquet(frame: pl.DataFrame, out: Path, as_of: datetime | None) -> No
         **(table.schema.metadata or {}),
         b"ocp_analytics.as_of": (as_of.isoformat() if as_of else "").encode(),
     }
+    if as_of is not None:
+        meta[b"ocp_analytics.snapshot"] = ("" if snapshot is None else str(snapshot)).encode()
     pq.write_table(table.replace_schema_metadata(meta), out)
 
 
@@ -144,8 +179,18 @@ def deliver(text: str, out: Path | None) -> None:
         out.write_text(text + ("" if text.endswith("\n") else "\n"), encoding="utf-8")
 
 
-def emit(frame: pl.DataFrame, fmt: Format, out: Path | None, as_of: datetime | None) -> None:
+def emit(
+    frame: pl.DataFrame,
+    fmt: Format,
+    out: Path | None,
+    as_of: datetime | None,
+    snapshot: int | None = None,
+) -> None:
     """Write a result to ``out`` (or print it) as a table, CSV, JSON or Parquet.
+
+    ``as_of`` and ``snapshot`` are written as :func:`render` writes them, and
+    into a Parquet file's metadata (``ocp_analytics.as_of``,
+    ``ocp_analytics.snapshot``).
 
     Examples
     --------
@@ -165,9 +210,9 @@ def emit(frame: pl.DataFrame, fmt: Format, out: Path | None, as_of: datetime | N
             raise OcpAnalyticsError(
                 hint("--format parquet needs --out FILE.", "add --out result.parquet.")
             )
-        _write_parquet(frame, out, as_of)
+        _write_parquet(frame, out, as_of, snapshot)
     else:
-        deliver(render(frame, fmt, as_of), out)
+        deliver(render(frame, fmt, as_of, snapshot), out)
     if out is not None:
         typer.echo(f"wrote {frame.height:,} rows to {out}", err=True)
 

@@ -13,6 +13,7 @@ from ocp_analytics.cli.options import (
     DatasetArg,
     RuleOpt,
     RulesOpt,
+    SnapshotOpt,
     as_of_arg,
     check_parent,
     rules_arg,
@@ -49,6 +50,7 @@ def report(
         ),
     ] = None,
     as_of: AsOfOpt = None,
+    snapshot: SnapshotOpt = None,
     out: Annotated[
         Path, typer.Option("--out", "-o", metavar="FILE", help="The HTML page to write.")
     ] = Path("report.html"),
@@ -81,7 +83,9 @@ def report(
     against the previous window of the same length), accept rate per period
     and group, the group × rule matrix and largest flips, attempts to
     acceptance, evidence tiers, provisional acceptances and data quality.
-    The headline says how fresh the data is: the newest run end and the last
+    The header names the instant (as_of) and the commit read (snapshot: --snapshot,
+    else the newest), as does every data file: with both, a rerun gives the
+    same page. The headline says how fresh the data is: the newest run end and the last
     ingest, and how long before --as-of each was (also in headline.json);
     --max-staleness stops a stale page. A rule naming a verdict or score no
     run carries is a warning banner on the page. The data folder is FILE's
@@ -95,6 +99,8 @@ def report(
       ocp-analytics report runs.dataset --rules team-bars.toml --by label.team \\
           --since 30d --as-of 2026-12-01T00:00:00Z -o report.html --data-out report-data
       ocp-analytics report runs.dataset --since 30d --max-staleness 2d -o /srv/www/index.html
+      ocp-analytics report runs.dataset --since 7d --as-of 2026-12-01T00:00:00Z \\
+          --snapshot 41 -o last-week.html   # last week's page, whatever landed since
     """
     from ocp_analytics.reporting.page import report as run_report
 
@@ -108,6 +114,7 @@ def report(
         since=since,
         until=until,
         as_of=as_of_arg(as_of),
+        snapshot=snapshot,
         period=cast("Period | None", period),
         out=out,
         data_out=data_out,

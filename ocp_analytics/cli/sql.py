@@ -16,6 +16,7 @@ from ocp_analytics.cli.options import (
     OutOpt,
     RuleOpt,
     RulesOpt,
+    SnapshotOpt,
     as_of_arg,
     output_format,
     rules_arg,
@@ -38,6 +39,7 @@ def sql(
     rules: RulesOpt = None,
     rule: RuleOpt = None,
     as_of: AsOfOpt = None,
+    snapshot: SnapshotOpt = None,
     out: OutOpt = None,
     format: FormatOpt = None,
 ) -> None:
@@ -51,7 +53,8 @@ def sql(
     the argument, from --file, or from standard input (piped text runs as it
     is, a trailing ';' optional); on a terminal without a query a prompt
     opens (end a query with ';', quit with .quit). Several statements run in
-    order; the last query's result is shown.
+    order; the last query's result is shown. --snapshot: the views read the
+    dataset as that commit left it (its seq is written beside as_of).
 
     \b
     Examples:
@@ -60,6 +63,7 @@ def sql(
           "SELECT * FROM acceptance WHERE outcome = 'rejected'" -o rejected.csv
       ocp-analytics sql runs.dataset --file my-query.sql -f json
       echo "SELECT count(*) FROM runs" | ocp-analytics sql runs.dataset
+      ocp-analytics sql runs.dataset --snapshot 41 "SELECT count(*) FROM runs"
     """
     import duckdb
 
@@ -70,13 +74,14 @@ def sql(
         when = as_of_arg(as_of)
         alternatives = rules_arg(rules, rule) or None
         text = _sql_text(query, file)
-        con = connect(dataset, rules=alternatives, as_of=when)
+        con = connect(dataset, rules=alternatives, as_of=when, snapshot=snapshot)
+        seq = con.execute("SELECT getvariable('ocp_snapshot')").fetchall()[0][0]
         if text is None:
             _prompt(con)
             return
         result = con.sql(text)
         if result is not None:  # the query runs here: its runtime errors too
-            emit(result.pl(), fmt, out, when)
+            emit(result.pl(), fmt, out, when, seq)
     except duckdb.Error as exc:
         raise OcpAnalyticsError(
             hint(str(exc), "the views and their columns: ocp-analytics sql --help")

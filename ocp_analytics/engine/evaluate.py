@@ -26,7 +26,8 @@ from ocp_analytics.engine.timeaxis import in_window
 from ocp_analytics.exceptions import OcpAnalyticsError, hint
 from ocp_analytics.model.links import LINK_COLUMNS
 from ocp_analytics.model.rules import Rule
-from ocp_analytics.store.dataset import Dataset, scan_dataset
+from ocp_analytics.store.commits import Snapshot
+from ocp_analytics.store.dataset import Dataset, scan_at
 
 if TYPE_CHECKING:
     from ocp_analytics._typing import DatasetLike
@@ -118,18 +119,18 @@ def empty_decisions(runs: pl.LazyFrame, carry: Sequence[pl.Expr] = ()) -> pl.Dat
 
 
 def open_tables(
-    dataset: DatasetLike,
+    dataset: DatasetLike, snapshot: Snapshot = None
 ) -> tuple[Tables, pl.DataFrame | None, Tables | None, Mapping[int, bool]]:
-    """The tables of ``dataset``, its manifest, its unfiltered scans and signal links.
+    """The tables of ``dataset`` (at ``snapshot``), its manifest, unfiltered scans, signal links.
 
     The scans are given only when some run versions were superseded (the
     tables then filter them out); in-memory tables have no manifest. The
     last item maps the ``seq`` of each batch with signals to whether they
     carry the attempt link (:attr:`Dataset.signal_links`).
     """
-    if isinstance(dataset, Mapping):
-        return {k: v.lazy() for k, v in dataset.items()}, None, None, {}
-    ds = dataset if isinstance(dataset, Dataset) else scan_dataset(dataset)
+    ds = scan_at(dataset, snapshot)
+    if not isinstance(ds, Dataset):
+        return {k: v.lazy() for k, v in ds.items()}, None, None, {}
     superseded = any(ds.frames[t] is not ds.scans.get(t, ds.frames[t]) for t in ds.frames)
     return ds.frames, ds.manifest, ds.scans if superseded else None, ds.signal_links
 
@@ -187,8 +188,10 @@ def doc_ranges(manifest: pl.DataFrame | None, size: int = SLICE_RUNS) -> list[tu
     return list(itertools.pairwise(bounds))
 
 
-def slices(dataset: DatasetLike, size: int = SLICE_RUNS) -> Iterator[Tables]:
-    """The dataset's tables, a ``doc_id`` range at a time (see :func:`doc_ranges`).
+def slices(
+    dataset: DatasetLike, size: int = SLICE_RUNS, snapshot: Snapshot = None
+) -> Iterator[Tables]:
+    """The dataset's tables (at ``snapshot``), a ``doc_id`` range at a time (:func:`doc_ranges`).
 
     Every run's signals, attempts and rule share its ``doc_id``, so each slice
     is evaluated on its own and the results are exact. Parquet statistics on
@@ -196,7 +199,7 @@ def slices(dataset: DatasetLike, size: int = SLICE_RUNS) -> Iterator[Tables]:
     versions are found once (a usually short list of ids) and removed from
     each slice, so no slice reads the whole dataset.
     """
-    frames, manifest, scans, links = open_tables(dataset)
+    frames, manifest, scans, links = open_tables(dataset, snapshot)
     ranges = doc_ranges(manifest, size)
     if len(ranges) <= 1:
         yield without_absent_links(frames, links)

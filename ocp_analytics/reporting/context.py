@@ -25,6 +25,7 @@ class Context:
     until: datetime | None
     period: str
     sample: int
+    snapshot: int | None = None  # the seq of the commit read (None: no commit, or in memory)
 
     def previous(self) -> tuple[datetime, datetime] | None:
         """The window of the same length just before this one (none without ``since``)."""
@@ -34,9 +35,10 @@ class Context:
         return self.since - (end - self.since), self.since
 
     def header(self) -> dict[str, Any]:
-        """What every data file says of the figures: the instant, window, period, groups, rules."""
+        """What every data file says: instant, snapshot, window, period, groups, rules."""
         return {
             "as_of": self.as_of,
+            "snapshot": self.snapshot,
             "since": self.since,
             "until": self.until,
             "period": self.period,
@@ -93,4 +95,5 @@ def resolve_context(
     names = [RECORDED, *(r.name for r in alt)]
     cols = [by] if isinstance(by, str) else list(by)
     chosen = check_period(period) or default_period(lo, hi or when)
-    return Context(dataset, alt, names, cols, when, lo, hi, chosen, sample)
+    seq = dataset.snapshot if isinstance(dataset, Dataset) else None
+    return Context(dataset, alt, names, cols, when, lo, hi, chosen, sample, seq)

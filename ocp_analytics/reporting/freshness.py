@@ -49,12 +49,16 @@ def _newest_run_end(ctx: Context) -> datetime | None:
 
 
 def _last_ingest(ctx: Context) -> datetime | None:
-    """The commit time of the newest ingest committed by ``as_of``."""
+    """The commit time of the newest ingest committed by ``as_of``, up to the snapshot read."""
     from ocp_analytics.engine.timeaxis import resolve_as_of
     from ocp_analytics.store.dataset import read_commits
 
     path = ctx.dataset.path if isinstance(ctx.dataset, Dataset) else ctx.dataset
-    times = [resolve_as_of(r["committed_at"]) for r in read_commits(path) if r.get("committed_at")]
+    times = [
+        resolve_as_of(r["committed_at"])
+        for r in read_commits(path, ctx.snapshot)
+        if r.get("committed_at")
+    ]
     known = [t for t in times if t <= ctx.as_of]
     return max(known, default=None)
 

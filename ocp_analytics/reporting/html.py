@@ -173,6 +173,7 @@ def _about(ctx: Context) -> dict[str, Any]:
     prev = ctx.previous()
     return {
         "as_of": _iso(ctx.as_of),
+        "snapshot": "none" if ctx.snapshot is None else ctx.snapshot,
         "window": _window_text(ctx),
         "previous": f"{_iso(prev[0])} → {_iso(prev[1])}"
         if prev

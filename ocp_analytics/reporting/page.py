@@ -31,7 +31,8 @@ from ocp_analytics.reporting.context import Context, resolve_context
 from ocp_analytics.reporting.figures import FIGURES, build_figures
 from ocp_analytics.reporting.freshness import check_staleness, freshness
 from ocp_analytics.reporting.html import PageExtras, PageMeta, render_html
-from ocp_analytics.store.dataset import Dataset
+from ocp_analytics.store.commits import Snapshot
+from ocp_analytics.store.dataset import Dataset, scan_at
 
 EXTRA = "pip install 'ocp-analytics[report]'"
 _MODULES = {"altair": "altair", "vl_convert": "vl-convert-python", "jinja2": "jinja2"}
@@ -78,7 +79,7 @@ def write_data(
     for name, frame in figs.items():
         path = folder / f"{name}.{fmt}"
         if fmt == "parquet":
-            frame.write_parquet(path)
+            _write_parquet(frame, path, header)
         else:
             doc = {"figure": name, "description": FIGURES[name], **header, "rows": frame.to_dicts()}
             path.write_bytes(orjson.dumps(doc, option=opts, default=str))
@@ -88,6 +89,20 @@ def write_data(
         orjson.dumps({**header, "format": fmt, "figures": index}, option=opts, default=str)
     )
     return written
+
+
+def _write_parquet(frame: pl.DataFrame, path: Path, header: dict[str, Any]) -> None:
+    """A figure as Parquet, ``as_of`` and ``snapshot`` in its metadata as every output has them."""
+    import pyarrow.parquet as pq
+
+    table = frame.to_arrow()
+    snapshot = header.get("snapshot")
+    meta = {
+        **(table.schema.metadata or {}),
+        b"ocp_analytics.as_of": header["as_of"].isoformat().encode(),
+        b"ocp_analytics.snapshot": b"" if snapshot is None else str(snapshot).encode(),
+    }
+    pq.write_table(table.replace_schema_metadata(meta), path)
 
 
 def write_page(
@@ -117,6 +132,7 @@ def report(
     since: When = None,
     until: When = None,
     as_of: When = None,
+    snapshot: Snapshot = None,
     period: Period | None = None,
     out: str | Path = "report.html",
     data_out: str | Path | None = None,
@@ -134,8 +150,12 @@ def report(
 
     Parameters
     ----------
-    dataset, rules, as_of
+    dataset, rules, as_of, snapshot
         As for :func:`~ocp_analytics.rates`; the recorded rules always come first.
+        The dataset is read once, at ``snapshot`` (else its newest commit),
+        and that commit's ``seq`` is written beside ``as_of`` in the page's
+        header and every data file: rerun with both, the page is the same
+        after any later ingest.
     by
         Group columns: a ``runs`` column or ``label.KEY``.
     since, until
@@ -186,7 +206,9 @@ def report(
     """
     require_extra()
     _check_format(data_format)
-    ctx = resolve_context(dataset, rules, by, since, until, as_of, period, sample)
+    ds = scan_at(dataset, snapshot)
+    assert isinstance(ds, Dataset)  # a path or a Dataset, never tables in memory
+    ctx = resolve_context(ds, rules, by, since, until, as_of, period, sample)
     html = Path(out)
     folder = Path(data_out) if data_out is not None else html.with_name(f"{html.stem}-data")
     check_data_folder(folder, html)

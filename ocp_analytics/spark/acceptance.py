@@ -15,6 +15,7 @@ from ocp_analytics.exceptions import OcpAnalyticsError, hint
 from ocp_analytics.schemas import ACCEPTANCE
 from ocp_analytics.spark.evaluate import EvalJob, eval_job
 from ocp_analytics.spark.tasks import one_per_task, run_tasks, task_ids
+from ocp_analytics.store.commits import Snapshot
 from ocp_analytics.store.storage import Store, store
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ def acceptance(
     since: When = None,
     until: When = None,
     slice_runs: int | None = None,
+    snapshot: Snapshot = None,
 ) -> DataFrame:
     """Acceptance of every run, as a Spark DataFrame (lazy: runs when an action does).
 
@@ -45,8 +47,9 @@ def acceptance(
         The session (see :func:`~ocp_analytics.spark.session`).
     dataset
         The dataset folder (a path or ``file:`` URI every executor can read).
-    rules, as_of, recorded, since, until
-        As for :func:`ocp_analytics.acceptance`.
+    rules, as_of, recorded, since, until, snapshot
+        As for :func:`ocp_analytics.acceptance`; the snapshot is fixed on the
+        driver, so every task reads the same commit.
     slice_runs
         Documents per task (default: about two tasks per core, at most 500,000).
 
@@ -65,7 +68,7 @@ def acceptance(
     >>> sorted(tuple(r) for r in acc.groupBy("rule").count().collect())
     [('recorded', 7), ('tests+review', 7)]
     """
-    job = eval_job(spark, dataset, rules, as_of, recorded, since, until, slice_runs)
+    job = eval_job(spark, dataset, rules, as_of, recorded, since, until, slice_runs, snapshot)
     out = _small(ACCEPTANCE)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -134,11 +137,13 @@ def write_acceptance(
     since: When = None,
     until: When = None,
     slice_runs: int | None = None,
+    snapshot: Snapshot = None,
 ) -> int:
     """Write acceptance rows as a folder of Parquet parts, one per task; return the rows.
 
     Each task writes ``part-NNNNN.parquet`` with the package's schema and
-    ``as_of`` in its metadata (``ocp_analytics.as_of``), as
+    ``as_of`` and the snapshot's ``seq`` in its metadata (``ocp_analytics.as_of``,
+    ``ocp_analytics.snapshot``), as
     :func:`ocp_analytics.write_acceptance` does for its one file. The parts
     are written into a hidden folder beside ``out``, renamed to ``out`` once
     every task has finished (``out`` must not exist). In an object store,
@@ -147,7 +152,7 @@ def write_acceptance(
 
     Parameters
     ----------
-    spark, dataset, rules, as_of, recorded, since, until, slice_runs
+    spark, dataset, rules, as_of, recorded, since, until, slice_runs, snapshot
         As for :func:`acceptance`.
     out
         The folder to write (a path or a store URI); it must not exist.
@@ -170,7 +175,7 @@ def write_acceptance(
     14
     """
     target = _new_folder(out)
-    job = eval_job(spark, dataset, rules, as_of, recorded, since, until, slice_runs)
+    job = eval_job(spark, dataset, rules, as_of, recorded, since, until, slice_runs, snapshot)
     return _write_parts(spark, job, target)
 
 
@@ -188,7 +193,9 @@ def _write_parts(spark: SparkSession, job: EvalJob, target: Store) -> int:
         else Store(str(target.path.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")))
     )
     folder.mkdir()
-    schema = ACCEPTANCE.with_metadata({b"ocp_analytics.as_of": job.as_of.isoformat().encode()})
+    seq = b"" if job.snapshot is None else str(job.snapshot).encode()
+    meta = {b"ocp_analytics.as_of": job.as_of.isoformat().encode(), b"ocp_analytics.snapshot": seq}
+    schema = ACCEPTANCE.with_metadata(meta)
 
     def write_part(i: int) -> int:
         table = job.evaluate(i).to_arrow().cast(schema)

@@ -1,8 +1,10 @@
 """An evaluation as Spark tasks: one task per ``doc_id`` range, each the package's slice.
 
-The driver resolves the arguments as the one-machine API does and cuts the
-ranges (:func:`ocp_analytics.engine.evaluate.doc_ranges` on the manifest).
-Each task scans its own slice of the Parquet parts with polars and runs
+The driver resolves the arguments as the one-machine API does, fixes the
+snapshot (the ``seq`` of the commit the whole job reads: the one asked for, else
+the newest) and cuts the ranges (:func:`ocp_analytics.engine.evaluate.doc_ranges` on the manifest).
+Each task scans its own slice of the Parquet parts committed up to that
+snapshot with polars (a commit landing mid-job is not read by any task) and runs
 :func:`ocp_analytics.engine.evaluate.evaluate_slice`: every row of a run
 shares its ``doc_id``, so no shuffle is needed.
 """
@@ -30,6 +32,7 @@ from ocp_analytics.engine.rates import flip_counts, partials
 from ocp_analytics.engine.timeaxis import resolve_as_of, resolve_window
 from ocp_analytics.model.rules import Rule, resolve_rules
 from ocp_analytics.spark.tasks import TaskHook, checkpoint, job_hook
+from ocp_analytics.store.commits import Snapshot
 from ocp_analytics.store.dataset import scan_dataset
 from ocp_analytics.store.storage import Store, store
 
@@ -55,10 +58,12 @@ class EvalJob:
     flip_names: list[str] | None = None
     sample: int = 5
     hook: TaskHook | None = field(default_factory=job_hook)
+    snapshot: int | None = None  # the seq every task reads (None: the dataset has no commit)
 
     def evaluate(self, index: int) -> pl.DataFrame:
         """The acceptance rows of range ``index`` (the package's slice and evaluation)."""
-        frames = next(itertools.islice(slices(self.root, self.size), index, None))
+        ranges = slices(self.root, self.size, self.snapshot)
+        frames = next(itertools.islice(ranges, index, None))
         checkpoint(self.hook, "evaluate", index)
         carry = self.carry(frames["runs"].collect_schema()) if self.carry else ()
         tables = windowed(frames, self.since, self.until)
@@ -93,18 +98,23 @@ def eval_job(
     since: When,
     until: When,
     slice_runs: int | None,
+    snapshot: Snapshot = None,
 ) -> EvalJob:
-    """Resolve the arguments as the one-machine API does, and cut the ranges.
+    """Resolve the arguments as the one-machine API does, fix the snapshot, cut the ranges.
 
-    The arguments are those of :func:`ocp_analytics.spark.acceptance`, in its order.
+    The arguments are those of :func:`ocp_analytics.spark.acceptance`, in its
+    order. The snapshot is resolved here, on the driver, to one ``seq``
+    (``snapshot``, else the newest commit), so every task reads the same
+    dataset state however many commits land while the job runs.
     """
     alt, when = resolve_rules(rules), resolve_as_of(as_of)
     lo, hi = resolve_window(since, until, when)
     root = store(dataset)
-    manifest = scan_dataset(root).manifest
+    ds = scan_dataset(root, snapshot=snapshot)
+    manifest = ds.manifest
     size = slice_runs or slice_size(spark.sparkContext.defaultParallelism, manifest)
     tasks = max(1, len(doc_ranges(manifest, size)))
-    return EvalJob(root, size, tasks, alt, when, recorded, lo, hi)
+    return EvalJob(root, size, tasks, alt, when, recorded, lo, hi, snapshot=ds.snapshot)
 
 
 def slice_size(cores: int, manifest: pl.DataFrame) -> int:

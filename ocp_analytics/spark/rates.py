@@ -24,6 +24,7 @@ from ocp_analytics.engine.groups import (
 from ocp_analytics.engine.rates import RatePartials, check_tier, combine_flips, compare_matrix
 from ocp_analytics.spark.evaluate import EvalJob, eval_job
 from ocp_analytics.spark.tasks import run_tasks
+from ocp_analytics.store.commits import Snapshot
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -42,6 +43,7 @@ def rates(
     until: When = None,
     period: Period | None = None,
     slice_runs: int | None = None,
+    snapshot: Snapshot = None,
 ) -> pl.DataFrame:
     """Acceptance rates per group and rule, as :func:`ocp_analytics.rates` gives them.
 
@@ -55,8 +57,8 @@ def rates(
         The session (see :func:`~ocp_analytics.spark.session`).
     dataset
         The dataset folder (a path or URI every executor can read).
-    rules, by, min_tier, as_of, recorded, since, until, period
-        As for :func:`ocp_analytics.rates`.
+    rules, by, min_tier, as_of, recorded, since, until, period, snapshot
+        As for :func:`ocp_analytics.rates` (the snapshot fixed on the driver).
     slice_runs
         Documents per task (default: about two tasks per core, at most 500,000).
 
@@ -77,7 +79,7 @@ def rates(
     [('recorded', 7, 7), ('tests+review', 7, 4)]
     """
     check_tier(min_tier)
-    job = eval_job(spark, dataset, rules, as_of, recorded, since, until, slice_runs)
+    job = eval_job(spark, dataset, rules, as_of, recorded, since, until, slice_runs, snapshot)
     out, names, _ = _rates_long(spark, job, by=by, min_tier=min_tier, period=period)
     warn_missing_labels(out, names)
     return out
@@ -95,6 +97,7 @@ def compare(
     since: When = None,
     until: When = None,
     slice_runs: int | None = None,
+    snapshot: Snapshot = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The rate matrix and rule-versus-rule flips, as :func:`ocp_analytics.compare` gives them.
 
@@ -107,8 +110,8 @@ def compare(
         The session (see :func:`~ocp_analytics.spark.session`).
     dataset
         The dataset folder (a path or URI every executor can read).
-    rules, by, as_of, sample, recorded, since, until
-        As for :func:`ocp_analytics.compare`.
+    rules, by, as_of, sample, recorded, since, until, snapshot
+        As for :func:`ocp_analytics.compare` (the snapshot fixed on the driver).
     slice_runs
         Documents per task (default: about two tasks per core, at most 500,000).
 
@@ -129,7 +132,7 @@ def compare(
     3
     """
     alt, names, cols = compare_arguments(rules, by, sample, recorded)
-    job = eval_job(spark, dataset, alt, as_of, recorded, since, until, slice_runs)
+    job = eval_job(spark, dataset, alt, as_of, recorded, since, until, slice_runs, snapshot)
     long, gnames, flips = _rates_long(
         spark, job, by=cols, min_tier=None, period=None, flip_names=names, sample=sample
     )

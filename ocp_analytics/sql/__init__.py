@@ -33,6 +33,7 @@ from ocp_analytics.exceptions import OcpAnalyticsError, hint
 from ocp_analytics.model.rules import Rule, resolve_rules
 from ocp_analytics.schemas import TABLES
 from ocp_analytics.sql._tiers import tier_macros
+from ocp_analytics.store.commits import Snapshot, read_commits, record_names
 from ocp_analytics.store.dataset import open_existing
 from ocp_analytics.store.storage import Store, fsspec_filesystem
 
@@ -224,12 +225,25 @@ def _add_new_tables(root: Store) -> None:
         create(root)
 
 
+def snapshot_seq(root: Store, snapshot: Snapshot = None) -> int | None:
+    """The ``seq`` of the last commit the views read: ``snapshot``'s, else the newest.
+
+    The newest is found from the records' names (each is its seq), without
+    reading them; ``None`` when nothing was committed.
+    """
+    if snapshot is None:
+        stems = (n.removesuffix(".json") for n in record_names(root))
+        return max((int(s) for s in stems if s.isdigit()), default=None)
+    return max((int(r["seq"]) for r in read_commits(root, snapshot)), default=None)
+
+
 def connect(
     dataset: StoreLike,
     *,
     rules: RulesLike = None,
     as_of: When = None,
     database: str = ":memory:",
+    snapshot: Snapshot = None,
 ) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection with the ocp-analytics views over ``dataset``.
 
@@ -238,7 +252,8 @@ def connect(
     ``findings``, ``quarantine``, ``events``, ``matched_events``,
     ``unmatched_events``, ``acceptance``, ``rates`` and their helpers) and
     the table ``alternative_rules``. The views read the batches committed
-    when the connection was made.
+    when the connection was made, or up to ``snapshot``; the ``seq`` of the
+    last commit they read is the DuckDB variable ``ocp_snapshot``.
 
     Parameters
     ----------
@@ -258,6 +273,11 @@ def connect(
     database
         The DuckDB database to open (``":memory:"`` by default). In a
         database file, ``alternative_rules`` is kept between sessions.
+    snapshot
+        The dataset as a commit left it: its ``seq`` or an instant (the last
+        commit at or before it), as for :func:`ocp_analytics.acceptance`;
+        the views read only the parts of commits up to it. ``None``: the
+        newest commit when the connection is made.
 
     Returns
     -------
@@ -276,6 +296,9 @@ def connect(
     >>> con.sql("SELECT outcome, tier, attempts_to_acceptance FROM acceptance "
     ...         "WHERE run_id = 'run_ex_full_a' AND rule = 'recorded'").fetchall()
     [('accepted', 'reported', 4)]
+    >>> _ = oa.ingest("tests/data/examples/swarm-v02.ocp.json", ds)
+    >>> connect(ds, snapshot=1).sql("SELECT count(*) FROM runs").fetchall()
+    [(7,)]
     """
     found = open_existing(dataset)
     root = found.uri if found.remote else str(found.path.resolve())
@@ -286,6 +309,9 @@ def connect(
         if found.remote:  # S3 / Azure: read through the store's own client
             con.register_filesystem(fsspec_filesystem(found))
         _set_variable(con, "ocp_dataset", root)
+        seq = snapshot_seq(found, snapshot)
+        if seq is not None:
+            _set_variable(con, "ocp_snapshot", seq)
         if as_of is not None:
             _set_variable(con, "ocp_as_of", resolve_as_of(as_of))
         _run_setup(con)

@@ -25,13 +25,13 @@ import fcntl
 import os
 import socket
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 import orjson
 import polars as pl
@@ -54,6 +54,9 @@ from ocp_analytics.store.commits import record_names as record_names
 from ocp_analytics.store.commits import remove_orphans as remove_orphans
 from ocp_analytics.store.manifest import PartEntry, describe_part
 from ocp_analytics.store.storage import Store, store
+
+if TYPE_CHECKING:
+    from ocp_analytics._typing import DatasetLike
 
 FORMAT = {"format": "ocp-analytics-dataset", "version": 1}
 MARKER = "ocp-dataset.json"
@@ -329,6 +332,43 @@ def scan_dataset(path: str | Path | Store, *, snapshot: Snapshot = None) -> Data
     links = {r["seq"]: bool(r.get(SIGNAL_LINKS)) for r in records if r["files"].get("signals")}
     last = max((r["seq"] for r in records), default=None)
     return Dataset(root, frames, manifest_frame(records), scans, links, last)
+
+
+def scan_at(
+    dataset: DatasetLike, snapshot: Snapshot = None
+) -> Dataset | Mapping[str, pl.LazyFrame | pl.DataFrame]:
+    """``dataset`` scanned once at ``snapshot``; a scanned or in-memory one as it is.
+
+    What every reader that takes ``snapshot=`` does first, so that the whole
+    evaluation reads one state of the dataset and knows its ``seq``
+    (:attr:`Dataset.snapshot`). A snapshot with a scanned :class:`Dataset`
+    (it was read at its own) or with tables in memory (they have no commits)
+    is refused.
+
+    Examples
+    --------
+    >>> import ocp_analytics as oa, tempfile
+    >>> out = tempfile.mkdtemp() + "/ds"
+    >>> _ = oa.ingest(["tests/data/examples/v0.3/solo.ocp.json"], out)
+    >>> scan_at(out, "1").snapshot
+    1
+    >>> scan_at(oa.scan_dataset(out), 1)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ocp_analytics.exceptions.DatasetError: a snapshot was given with a dataset already scanned...
+    """
+    if isinstance(dataset, Dataset | Mapping):
+        if snapshot is None:
+            return dataset
+        what = "already scanned" if isinstance(dataset, Dataset) else "of tables in memory"
+        raise DatasetError(
+            hint(
+                f"a snapshot was given with a dataset {what} (snapshot={snapshot!r}).",
+                "pass the dataset's path with snapshot=, or scan it with "
+                "scan_dataset(path, snapshot=...) and pass that alone.",
+            )
+        )
+    return scan_dataset(dataset, snapshot=snapshot)
 
 
 # --- writing a batch, and the index of runs already written ---------------------------
