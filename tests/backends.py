@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import polars as pl
+import pytest
 
 import ocp_analytics as oa
 from ocp_analytics.sql import sql_files
@@ -30,7 +31,12 @@ class Backend(Protocol):
     def acceptance(self, dataset: Path, rules: Sequence[str], as_of: str) -> pl.DataFrame: ...
 
     def rates(
-        self, dataset: Path, rules: Sequence[str], as_of: str, by_label: str | None = None
+        self,
+        dataset: Path,
+        rules: Sequence[str],
+        as_of: str,
+        by_label: str | None = None,
+        where: Sequence[str] = (),
     ) -> pl.DataFrame: ...
 
 
@@ -45,15 +51,18 @@ class PolarsBackend:
     name = "polars"
 
     def acceptance(self, dataset: Path, rules: Sequence[str], as_of: str) -> pl.DataFrame:
-        out = oa.acceptance(dataset, list(rules), as_of=as_of)
-        return _sorted(out.collect() if isinstance(out, pl.LazyFrame) else out)
+        return _sorted(oa.acceptance(dataset, list(rules), as_of=as_of))
 
     def rates(
-        self, dataset: Path, rules: Sequence[str], as_of: str, by_label: str | None = None
+        self,
+        dataset: Path,
+        rules: Sequence[str],
+        as_of: str,
+        by_label: str | None = None,
+        where: Sequence[str] = (),
     ) -> pl.DataFrame:
         by = [f"label.{by_label}"] if by_label else []
-        out = oa.rates(dataset, list(rules), by=by, as_of=as_of)
-        out = out.collect() if isinstance(out, pl.LazyFrame) else out
+        out = oa.rates(dataset, list(rules), by=by, as_of=as_of, where=list(where))
         if by_label:
             out = out.rename({f"label.{by_label}": "group"})
         return _sorted(out)
@@ -72,8 +81,15 @@ class SqlBackend:
             con.close()
 
     def rates(
-        self, dataset: Path, rules: Sequence[str], as_of: str, by_label: str | None = None
+        self,
+        dataset: Path,
+        rules: Sequence[str],
+        as_of: str,
+        by_label: str | None = None,
+        where: Sequence[str] = (),
     ) -> pl.DataFrame:
+        if where:
+            pytest.skip("the SQL views take no run filter; a WHERE over runs is the SQL way")
         if by_label is None:
             out = oa.run_query(dataset, "SELECT * FROM rates", rules=list(rules), as_of=as_of)
             return _sorted(out)
@@ -102,12 +118,17 @@ class SparkBackend:
         return _sorted(osp.to_polars(frame))
 
     def rates(
-        self, dataset: Path, rules: Sequence[str], as_of: str, by_label: str | None = None
+        self,
+        dataset: Path,
+        rules: Sequence[str],
+        as_of: str,
+        by_label: str | None = None,
+        where: Sequence[str] = (),
     ) -> pl.DataFrame:
         from ocp_analytics import spark as osp
 
         by = [f"label.{by_label}"] if by_label else []
-        out = osp.rates(self.session, dataset, list(rules), by=by, as_of=as_of)
+        out = osp.rates(self.session, dataset, list(rules), by=by, as_of=as_of, where=list(where))
         if by_label:
             out = out.rename({f"label.{by_label}": "group"})
         return _sorted(out)

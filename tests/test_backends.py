@@ -120,3 +120,8 @@ def test_every_engine_counts_rates_by_a_label(backend, dataset: Path) -> None:
         ("b", "recorded", 3, 1, 1, 1),
         ("b", "tests", 3, 2, 1, 0),
     ]
+
+
+def test_every_engine_filters_runs_by_a_label(backend, dataset: Path) -> None:
+    got = backend.rates(dataset, ["tests"], AS_OF, where=["label.team=b"]).select(RATE_COUNTS)
+    assert got.rows() == [("recorded", 3, 1, 1, 1), ("tests", 3, 2, 1, 0)]

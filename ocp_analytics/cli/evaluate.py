@@ -107,7 +107,7 @@ def accept(
     when = as_of_arg(as_of)
     alt = rules_arg(rules, rule)
     window: dict[str, Any] = {"recorded": recorded, "since": since, "until": until}
-    window |= where_arg(where, engine)
+    window |= where_arg(where)
     ds = dataset_arg(dataset, snapshot)
     if engine is Engine.polars:
         _accept_polars(ds, alt, when, {**window, "late_only": late_only}, fmt, out)
@@ -229,7 +229,7 @@ def rates(
         "since": since,
         "until": until,
         "period": None if period is None else period.value,
-        **where_arg(where, engine),
+        **where_arg(where),
     }
     with warnings_as_lines():
         if engine is Engine.spark:
@@ -311,7 +311,7 @@ def compare(
         "sample": sample,
         "since": since,
         "until": until,
-        **where_arg(where, engine),
+        **where_arg(where),
     }
     with warnings_as_lines():
         if engine is Engine.spark:
@@ -378,26 +378,17 @@ def _flips_path(out: Path) -> Path:
     return out.with_name(out.stem + ".flips" + out.suffix)
 
 
-def where_arg(where: list[str] | None, engine: Engine) -> dict[str, list[str]]:
+def where_arg(where: list[str] | None) -> dict[str, list[str]]:
     """``{"where": [...]}`` for the API when ``--where`` was given (the strings unchanged).
 
     Examples
     --------
-    >>> where_arg(["label.team=payments"], Engine.polars)
+    >>> where_arg(["label.team=payments"])
     {'where': ['label.team=payments']}
-    >>> where_arg(None, Engine.polars)
+    >>> where_arg(None)
     {}
     """
-    if not where:
-        return {}
-    if engine is Engine.spark:
-        raise OcpAnalyticsError(
-            hint(
-                "--where is not available with --engine spark yet.",
-                "run it with --engine polars (the default).",
-            )
-        )
-    return {"where": list(where)}
+    return {"where": list(where)} if where else {}
 
 
 def _emit_or_say_empty(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import polars as pl
@@ -34,6 +34,7 @@ def acceptance(
     until: When = None,
     slice_runs: int | None = None,
     snapshot: Snapshot = None,
+    where: Sequence[str] = (),
 ) -> DataFrame:
     """Acceptance of every run, as a Spark DataFrame (lazy: runs when an action does).
 
@@ -47,7 +48,7 @@ def acceptance(
         The session (see :func:`~ocp_analytics.spark.session`).
     dataset
         The dataset folder (a path or ``file:`` URI every executor can read).
-    rules, as_of, recorded, since, until, snapshot
+    rules, as_of, recorded, since, until, snapshot, where
         As for :func:`ocp_analytics.acceptance`; the snapshot is fixed on the
         driver, so every task reads the same commit.
     slice_runs
@@ -68,7 +69,9 @@ def acceptance(
     >>> sorted(tuple(r) for r in acc.groupBy("rule").count().collect())
     [('recorded', 7), ('tests+review', 7)]
     """
-    job = eval_job(spark, dataset, rules, as_of, recorded, since, until, slice_runs, snapshot)
+    job = eval_job(
+        spark, dataset, rules, as_of, recorded, since, until, slice_runs, snapshot, where
+    )
     out = _small(ACCEPTANCE)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -138,6 +141,7 @@ def write_acceptance(
     until: When = None,
     slice_runs: int | None = None,
     snapshot: Snapshot = None,
+    where: Sequence[str] = (),
 ) -> int:
     """Write acceptance rows as a folder of Parquet parts, one per task; return the rows.
 
@@ -152,7 +156,7 @@ def write_acceptance(
 
     Parameters
     ----------
-    spark, dataset, rules, as_of, recorded, since, until, slice_runs, snapshot
+    spark, dataset, rules, as_of, recorded, since, until, slice_runs, snapshot, where
         As for :func:`acceptance`.
     out
         The folder to write (a path or a store URI); it must not exist.
@@ -175,7 +179,9 @@ def write_acceptance(
     14
     """
     target = _new_folder(out)
-    job = eval_job(spark, dataset, rules, as_of, recorded, since, until, slice_runs, snapshot)
+    job = eval_job(
+        spark, dataset, rules, as_of, recorded, since, until, slice_runs, snapshot, where
+    )
     return _write_parts(spark, job, target)
 
 

@@ -28,7 +28,7 @@ from ocp_analytics.engine.evaluate import (
     slices,
     windowed,
 )
-from ocp_analytics.engine.rates import flip_counts, partials
+from ocp_analytics.engine.rates import flip_counts, partials, where_conditions
 from ocp_analytics.engine.timeaxis import resolve_as_of, resolve_window
 from ocp_analytics.model.rules import Rule, resolve_rules
 from ocp_analytics.spark.tasks import TaskHook, checkpoint, job_hook
@@ -59,6 +59,7 @@ class EvalJob:
     sample: int = 5
     hook: TaskHook | None = field(default_factory=job_hook)
     snapshot: int | None = None  # the seq every task reads (None: the dataset has no commit)
+    where: tuple[str, ...] = ()  # filters over runs, as the one-machine API takes them
 
     def evaluate(self, index: int) -> pl.DataFrame:
         """The acceptance rows of range ``index`` (the package's slice and evaluation)."""
@@ -66,7 +67,8 @@ class EvalJob:
         frames = next(itertools.islice(ranges, index, None))
         checkpoint(self.hook, "evaluate", index)
         carry = self.carry(frames["runs"].collect_schema()) if self.carry else ()
-        tables = windowed(frames, self.since, self.until)
+        conds = where_conditions(self.where, frames["runs"].collect_schema())
+        tables = windowed(frames, self.since, self.until, conds)
         return evaluate_slice(tables, self.rules, self.as_of, recorded=self.recorded, carry=carry)
 
     def partials(self, index: int) -> RangePartials:
@@ -99,22 +101,28 @@ def eval_job(
     until: When,
     slice_runs: int | None,
     snapshot: Snapshot = None,
+    where: Sequence[str] = (),
 ) -> EvalJob:
     """Resolve the arguments as the one-machine API does, fix the snapshot, cut the ranges.
 
     The arguments are those of :func:`ocp_analytics.spark.acceptance`, in its
-    order. The snapshot is resolved here, on the driver, to one ``seq``
-    (``snapshot``, else the newest commit), so every task reads the same
-    dataset state however many commits land while the job runs.
+    order (``where`` as in :func:`ocp_analytics.acceptance`). The snapshot is
+    resolved here, on the driver, to one ``seq`` (``snapshot``, else the
+    newest commit), so every task reads the same dataset state however many
+    commits land while the job runs.
     """
     alt, when = resolve_rules(rules), resolve_as_of(as_of)
     lo, hi = resolve_window(since, until, when)
     root = store(dataset)
     ds = scan_dataset(root, snapshot=snapshot)
+    filters = (where,) if isinstance(where, str) else tuple(where)
+    where_conditions(filters, ds.runs.collect_schema())  # refused here, on the driver
     manifest = ds.manifest
     size = slice_runs or slice_size(spark.sparkContext.defaultParallelism, manifest)
     tasks = max(1, len(doc_ranges(manifest, size)))
-    return EvalJob(root, size, tasks, alt, when, recorded, lo, hi, snapshot=ds.snapshot)
+    return EvalJob(
+        root, size, tasks, alt, when, recorded, lo, hi, snapshot=ds.snapshot, where=filters
+    )
 
 
 def slice_size(cores: int, manifest: pl.DataFrame) -> int:

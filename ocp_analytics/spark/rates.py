@@ -44,6 +44,7 @@ def rates(
     period: Period | None = None,
     slice_runs: int | None = None,
     snapshot: Snapshot = None,
+    where: Sequence[str] = (),
 ) -> pl.DataFrame:
     """Acceptance rates per group and rule, as :func:`ocp_analytics.rates` gives them.
 
@@ -57,7 +58,7 @@ def rates(
         The session (see :func:`~ocp_analytics.spark.session`).
     dataset
         The dataset folder (a path or URI every executor can read).
-    rules, by, min_tier, as_of, recorded, since, until, period, snapshot
+    rules, by, min_tier, as_of, recorded, since, until, period, snapshot, where
         As for :func:`ocp_analytics.rates` (the snapshot fixed on the driver).
     slice_runs
         Documents per task (default: about two tasks per core, at most 500,000).
@@ -79,7 +80,9 @@ def rates(
     [('recorded', 7, 7), ('tests+review', 7, 4)]
     """
     check_tier(min_tier)
-    job = eval_job(spark, dataset, rules, as_of, recorded, since, until, slice_runs, snapshot)
+    job = eval_job(
+        spark, dataset, rules, as_of, recorded, since, until, slice_runs, snapshot, where
+    )
     out, names, _ = _rates_long(spark, job, by=by, min_tier=min_tier, period=period)
     warn_missing_labels(out, names)
     return out
@@ -98,6 +101,7 @@ def compare(
     until: When = None,
     slice_runs: int | None = None,
     snapshot: Snapshot = None,
+    where: Sequence[str] = (),
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The rate matrix and rule-versus-rule flips, as :func:`ocp_analytics.compare` gives them.
 
@@ -110,7 +114,7 @@ def compare(
         The session (see :func:`~ocp_analytics.spark.session`).
     dataset
         The dataset folder (a path or URI every executor can read).
-    rules, by, as_of, sample, recorded, since, until, snapshot
+    rules, by, as_of, sample, recorded, since, until, snapshot, where
         As for :func:`ocp_analytics.compare` (the snapshot fixed on the driver).
     slice_runs
         Documents per task (default: about two tasks per core, at most 500,000).
@@ -132,7 +136,7 @@ def compare(
     3
     """
     alt, names, cols = compare_arguments(rules, by, sample, recorded)
-    job = eval_job(spark, dataset, alt, as_of, recorded, since, until, slice_runs, snapshot)
+    job = eval_job(spark, dataset, alt, as_of, recorded, since, until, slice_runs, snapshot, where)
     long, gnames, flips = _rates_long(
         spark, job, by=cols, min_tier=None, period=None, flip_names=names, sample=sample
     )
