@@ -44,8 +44,8 @@ class KnownNames:
     Examples
     --------
     >>> k = KnownNames([Rule.parse("tests+reveiw")])
-    >>> k.add(pl.LazyFrame({"kind": ["verdict", "verdict", "event"],
-    ...                     "name": ["tests", "review", "revert"]}))
+    >>> k.add(pl.LazyFrame({"kind": ["verdict", "verdict", "event", "verdict"],
+    ...                     "name": ["tests", "review", "revert", None]}))
     >>> k.messages()
     ["rule 'tests+reveiw' names a verdict 'reveiw' that no run carries; did you mean 'review'?"]
     """
@@ -64,7 +64,10 @@ class KnownNames:
         if self.done:
             return
         found = (
-            signals.filter(pl.col("kind").is_in(KINDS)).select("kind", "name").unique().collect()
+            signals.filter(pl.col("kind").is_in(KINDS) & pl.col("name").is_not_null())
+            .select("kind", "name")
+            .unique()
+            .collect()
         )
         self.seen.update(found.iter_rows())
 
