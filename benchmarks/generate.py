@@ -10,7 +10,10 @@ The documents imitate a fleet of eight teams running agent workflows
 repositories through the year 2026, each team with its own acceptance rule.
 About 5 % of the documents carry one awkward case (ties across offsets, naive
 or missing timestamps, odd verdict words, dangling ``at_attempt``...); those
-runs name the case in ``run.ext["dev.ocp-analytics.bench"]["case"]``. Nothing
+runs name the case in ``run.ext["dev.ocp-analytics.bench"]["case"]``. On
+request (``mistyped``, off by default) a share of the documents carries one
+value written in the wrong JSON type (``benchmarks/generator/mistype.py``),
+as producers send them; the documents are otherwise the same. Nothing
 is observed after ``HORIZON`` (2026-12-01T00:00:00Z), so an ``as_of`` at or
 after it sees every signal. The pieces of a document are built in
 ``benchmarks/generator/``; this module writes them.
@@ -18,7 +21,7 @@ after it sees every signal. The pieces of a document are built in
 Command line::
 
     python -m benchmarks.generate --docs 2000000 --seed 0 --out /tmp/ocp \\
-        --workers 2 --rules 50 --rules-out /tmp/ocp/rules.toml
+        --workers 2 --rules 50 --rules-out /tmp/ocp/rules.toml [--mistyped 0.15]
 """
 
 from __future__ import annotations
@@ -38,10 +41,12 @@ from typing import Any
 import orjson
 
 from benchmarks.generator.document import build_document
+from benchmarks.generator.mistype import MISTYPE_KINDS, mistype
 from benchmarks.generator.world import HORIZON
 
 __all__ = [
     "HORIZON",
+    "MISTYPE_KINDS",
     "generate_documents",
     "main",
     "write_ndjson",
@@ -52,7 +57,9 @@ __all__ = [
 # Public API.
 
 
-def generate_documents(n: int, seed: int = 0, start: int = 0) -> Iterator[dict[str, Any]]:
+def generate_documents(
+    n: int, seed: int = 0, start: int = 0, *, mistyped: float = 0.0, kind: str = "mixed"
+) -> Iterator[dict[str, Any]]:
     """Yield the documents ``start`` .. ``start + n - 1`` of the stream ``seed``.
 
     Each document depends only on ``(seed, index)``, so slices of the stream
@@ -66,6 +73,12 @@ def generate_documents(n: int, seed: int = 0, start: int = 0) -> Iterator[dict[s
         Stream seed, a non-negative integer.
     start
         Index of the first document.
+    mistyped
+        The share of documents (0 to 1) with one value written in the wrong
+        JSON type; the others are the same documents as with none.
+    kind
+        Which value is mistyped (one of ``MISTYPE_KINDS``): ``"mixed"``
+        (verdicts written as booleans and scores as text, mostly), or one kind.
 
     Examples
     --------
@@ -76,27 +89,43 @@ def generate_documents(n: int, seed: int = 0, start: int = 0) -> Iterator[dict[s
     True
     >>> docs[0]["ocp"], docs[0]["privacy"]
     ('0.3', {'profile': 'metadata_only'})
+    >>> odd = next(generate_documents(1, seed=7, mistyped=1.0, kind="score_text"))
+    >>> [s["value"] for s in odd["run"]["signals"] if s["kind"] == "score"]
+    ['1769.0']
     """
     if n < 0 or start < 0 or seed < 0:
         raise ValueError(f"n, seed and start must be >= 0; got n={n}, seed={seed}, start={start}")
+    if not 0.0 <= mistyped <= 1.0 or kind not in MISTYPE_KINDS:
+        raise ValueError(
+            f"mistyped must be in 0..1 and kind one of {', '.join(MISTYPE_KINDS)}; "
+            f"got mistyped={mistyped}, kind={kind!r}"
+        )
     rng = random.Random()
+    odd = random.Random()
     for index in range(start, start + n):
-        yield build_document(seed, index, rng)
+        doc = build_document(seed, index, rng)
+        if mistyped:
+            mistype(doc, seed, index, mistyped, kind, odd)
+        yield doc
 
 
-def _write_chunk(job: tuple[Path, int, int, int, bool]) -> tuple[Path, int, int, int]:
+_Job = tuple[Path, int, int, int, bool, float, str]  # path, seed, start, n, gzip, mistyped, kind
+
+
+def _write_chunk(job: _Job) -> tuple[Path, int, int, int]:
     """Write one part file; return (path, docs, uncompressed bytes, file bytes)."""
-    path, seed, start, n, gz = job
     gc_was_enabled = gc.isenabled()
     gc.disable()  # documents hold no cycles; collections only cost time here
     try:
-        return _write_part(path, seed, start, n, gz)
+        return _write_part(*job)
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def _write_part(path: Path, seed: int, start: int, n: int, gz: bool) -> tuple[Path, int, int, int]:
+def _write_part(
+    path: Path, seed: int, start: int, n: int, gz: bool, mistyped: float, kind: str
+) -> tuple[Path, int, int, int]:
     dumps = orjson.dumps
     opt = orjson.OPT_APPEND_NEWLINE
     raw = 0
@@ -108,7 +137,7 @@ def _write_part(path: Path, seed: int, start: int, n: int, gz: bool) -> tuple[Pa
                 filename="", mode="wb", fileobj=fh, mtime=0, compresslevel=6
             )
         batch: list[bytes] = []
-        for doc in generate_documents(n, seed, start):
+        for doc in generate_documents(n, seed, start, mistyped=mistyped, kind=kind):
             batch.append(dumps(doc, option=opt))
             if len(batch) == 2000:
                 buf = b"".join(batch)
@@ -125,7 +154,14 @@ def _write_part(path: Path, seed: int, start: int, n: int, gz: bool) -> tuple[Pa
 
 
 def _write(
-    out_dir: Path, n: int, seed: int, chunk_docs: int, gzip: bool, workers: int
+    out_dir: Path,
+    n: int,
+    seed: int,
+    chunk_docs: int,
+    gzip: bool,
+    workers: int,
+    mistyped: float = 0.0,
+    kind: str = "mixed",
 ) -> list[tuple[Path, int, int, int]]:
     if chunk_docs < 1 or workers < 1:
         raise ValueError(f"chunk_docs and workers must be >= 1; got {chunk_docs}, {workers}")
@@ -139,6 +175,8 @@ def _write(
             start,
             min(chunk_docs, n - start),
             gzip,
+            mistyped,
+            kind,
         )
         for k, start in enumerate(range(0, n, chunk_docs))
     ]
@@ -155,13 +193,18 @@ def write_ndjson(
     chunk_docs: int = 100_000,
     gzip: bool = False,
     workers: int = 1,
+    *,
+    mistyped: float = 0.0,
+    kind: str = "mixed",
 ) -> list[Path]:
     """Write ``n`` documents as ``part-00000.ndjson[.gz]`` files, one document a line.
 
     File ``k`` holds documents ``k * chunk_docs`` onwards. The bytes depend on
-    ``(n, seed, chunk_docs, gzip)`` only, never on ``workers``. Gzip members
-    carry no name or time, so they are reproducible too. Existing files of
-    the same names are replaced; other files in ``out_dir`` are left alone.
+    ``(n, seed, chunk_docs, gzip, mistyped, kind)`` only, never on
+    ``workers``. Gzip members carry no name or time, so they are reproducible
+    too. Existing files of the same names are replaced; other files in
+    ``out_dir`` are left alone. ``mistyped`` and ``kind``: as
+    :func:`generate_documents`.
 
     Examples
     --------
@@ -171,7 +214,7 @@ def write_ndjson(
     ...     [p.name for p in paths]
     ['part-00000.ndjson', 'part-00001.ndjson', 'part-00002.ndjson']
     """
-    return [p for p, *_ in _write(out_dir, n, seed, chunk_docs, gzip, workers)]
+    return [p for p, *_ in _write(out_dir, n, seed, chunk_docs, gzip, workers, mistyped, kind)]
 
 
 # --------------------------------------------------------------------------
@@ -279,12 +322,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--workers", type=int, default=1, help="worker processes")
     p.add_argument("--rules", type=int, default=0, help="also write K alternative rules")
     p.add_argument("--rules-out", type=Path, help="rules file (.toml or .json)")
+    p.add_argument(
+        "--mistyped",
+        type=float,
+        default=0.0,
+        help="share of documents (0 to 1) with one value in the wrong JSON type",
+    )
+    p.add_argument(
+        "--mistype", choices=MISTYPE_KINDS, default="mixed", help="which value is mistyped"
+    )
     args = p.parse_args(argv)
     if args.rules and args.rules_out is None:
         p.error("--rules needs --rules-out")
 
     t = time.perf_counter()
-    stats = _write(args.out, args.docs, args.seed, args.chunk_docs, args.gzip, args.workers)
+    stats = _write(
+        args.out,
+        args.docs,
+        args.seed,
+        args.chunk_docs,
+        args.gzip,
+        args.workers,
+        args.mistyped,
+        args.mistype,
+    )
     secs = time.perf_counter() - t
     docs = sum(s[1] for s in stats)
     raw = sum(s[2] for s in stats)

@@ -6,6 +6,12 @@ Generates the documents and rules under ``--out`` (kept for the next run) and
 writes ``benchmarks/results/results-<docs>.md`` and ``.json`` (with
 ``--smoke``: under ``--out``, so a smoke run leaves the stored results alone).
 
+``ingest_awkward`` ingests the same documents with 15 % of them carrying one
+value in the wrong JSON type (as producers send them; ``--mistyped`` of
+``benchmarks/generate.py``), ``ingest_score_text`` with every document
+carrying a score written as text: beside ``ingest``, they show what such
+values cost.
+
 Every figure runs in a fresh process (``benchmarks/figure.py``); its peak RSS
 comes from ``wait4``. Each figure is the median of ``--repeat`` runs, and all
 ratios are computed from figures taken in this same run, side by side.
@@ -99,14 +105,29 @@ def machine() -> dict[str, str]:
     }
 
 
+# The corpora of the ingest figures beside ``ingest``: (folder suffix, share
+# of documents with a mistyped value, which value).
+AWKWARD = {
+    "ingest_awkward": ("-mistyped15", 0.15, "mixed"),
+    "ingest_score_text": ("-scoretext100", 1.0, "score_text"),
+}
+
+
+def _corpus(data: Path, docs: int, seed: int, mistyped: float = 0.0, kind: str = "mixed") -> Path:
+    """The documents in ``data``, generated unless there (kept for the next run)."""
+    if not data.exists():
+        t = time.perf_counter()
+        write_ndjson(
+            data, docs, seed=seed, chunk_docs=100_000, workers=2, mistyped=mistyped, kind=kind
+        )
+        print(f"generated {docs:,} documents in {time.perf_counter() - t:.1f} s")
+    return data
+
+
 def run(
     docs: int, repeat: int, out: Path, seed: int, figures: set[str] | None = None
 ) -> dict[str, object]:
-    data = out / f"data-{docs}-{seed}"
-    if not data.exists():
-        t = time.perf_counter()
-        write_ndjson(data, docs, seed=seed, chunk_docs=100_000, workers=2)
-        print(f"generated {docs:,} documents in {time.perf_counter() - t:.1f} s")
+    data = _corpus(out / f"data-{docs}-{seed}", docs, seed)
     size = sum(f.stat().st_size for f in data.glob("part-*"))
     r20 = write_rules(out / "rules-20.toml", 20, seed=seed)
     r100 = write_rules(out / "rules-100.toml", 100, seed=seed)
@@ -116,6 +137,7 @@ def run(
     plan = [
         ("decode_floor", "decode_floor", none, repeat, False),
         ("ingest", "ingest", none, repeat, True),
+        *((key, "ingest", none, repeat, True) for key in AWKWARD),
         ("accept_recorded", "accept", none, repeat, False),
         ("accept_20", "accept", (20, r20), repeat, False),
         ("accept_100", "accept", (100, r100), repeat, False),
@@ -133,8 +155,14 @@ def run(
     for key, name, rules, n, fresh in plan:
         if figures is not None and key not in figures:
             continue
+        where, at = data, work
+        if key in AWKWARD:  # its own documents, and its own dataset (the others read work/ds)
+            suffix, share, kind = AWKWARD[key]
+            where = _corpus(out / f"data-{docs}-{seed}{suffix}", docs, seed, share, kind)
+            at = out / f"work{suffix}"
+            at.mkdir(parents=True, exist_ok=True)
         try:
-            figs.append(measure(key, name, data, work, rules, n, fresh=fresh))
+            figs.append(measure(key, name, where, at, rules, n, fresh=fresh))
         except FigureFailed as exc:
             print(exc, flush=True)
             failed[key] = str(exc)
@@ -171,6 +199,9 @@ def _ratios(by: dict[str, Figure], docs: int) -> dict[str, float]:
         "sql_vs_engine_rates_label_20": ("sql_rates_label_20", "rates_team_20"),
     }
     out = {k: by[a].seconds / by[b].seconds for k, (a, b) in pairs.items() if a in by and b in by}
+    for key in AWKWARD:  # docs/s of the corpus with mistyped values over that of ``ingest``
+        if key in by and "ingest" in by:
+            out[f"{key}_vs_ingest_docs_per_s"] = by["ingest"].seconds / by[key].seconds
     if "reference_20" in by and "accept_20" in by:
         ref = by["reference_20"]
         out["engine_vs_reference_20_rules"] = by["accept_20"].per_second(

@@ -145,3 +145,121 @@ def test_issue9_repeated_label_keeps_its_first_value() -> None:
         read_documents([t])["runs"].collect().get_column("labels").to_list() for t in (doc, slow)
     ]
     assert got == [[{"team": "a", "x": "y"}], [{"team": "a"}]]
+
+
+# --- issue 36: mistyped values on the typed path, many at a time ---------------------
+
+DOC = (
+    '{"ocp": "0.3", "run": {"id": "r1", "signals": [%s]}, '
+    '"attempts": [{"id": "a1", "n": %s, "effort": %s}]}'
+)
+VERDICT = '{"kind": "verdict", "name": "tests", "value": %s}'
+SCORE = '{"kind": "score", "name": "bench", "value": %s}'
+
+
+def _paths(text: str) -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]:
+    """The findings of ``text`` read by the decode, and by the sanitizer alone."""
+    dec = decode_texts([text])
+    assert dec.rejected == [] and dec.findings == []
+    got = dec.typed_findings.select("code", "json_path", "message").rows()
+    want = [(f.code, f.json_path, f.message) for f in sanitize(text, 0).findings]
+    return got, want
+
+
+def test_issue36_mistyped_values_take_the_typed_path_with_the_sanitizers_findings() -> None:
+    texts = [
+        DOC % (VERDICT % "true", "1", '"high"'),  # a verdict written as a boolean
+        DOC % (SCORE % '"2400"', "1", '"high"'),  # a score written as text
+        DOC % (SCORE % "2400", "true", '"high"'),  # a boolean where a number is declared
+        DOC % (SCORE % "2400", '"1"', '"high"'),  # a text where a number is declared
+        DOC % (SCORE % "2400", "1", "3"),  # a number where a text is declared
+        DOC % ("null, " + VERDICT % "false", "false", "true"),  # several, and a null element
+    ]
+    dec = decode_texts(texts)
+    assert dec.slow_path == 0 and dec.frame.get_column("typed").all()
+    for text in texts:
+        got, want = _paths(text)
+        assert got == want
+    got, _ = _paths(texts[5])
+    assert got == [
+        (
+            "wrong_type",
+            "$.run.signals[0]",
+            "expected an object, found null; the element is skipped",
+        ),
+        (
+            "wrong_type",
+            "$.attempts[0].n",
+            "expected a number, found boolean; the field is read as null",
+        ),
+        (
+            "wrong_type",
+            "$.attempts[0].effort",
+            "expected a string, found boolean; the field is read as null",
+        ),
+    ]
+
+
+def _signal_values(texts: list[str]) -> list[tuple[object, ...]]:
+    from ocp_analytics import read_documents
+
+    t = read_documents(texts)
+    values = t["signals"].select("value_text", "value_num", "value_json").collect().rows()
+    found = t["findings"].select("doc_id", "code", "json_path").collect().rows()
+    return [*values, *found]
+
+
+def test_issue36_the_typed_path_keeps_each_values_json_type() -> None:
+    """The signal values as read on the typed path, and as the slow path reads them."""
+    values = ['"2400"', "2400", "true", '"true"', "null", '"x"', "2.50", "-0.0", '"!a"', "1e300"]
+    typed = [DOC % (SCORE % v, "true", '"e"') for v in values]  # (n: true takes it there)
+    slow = [t.replace('"e"', '"\\u0065"') for t in typed]  # (an escaped letter: the slow path)
+    dec = decode_texts(typed)
+    assert dec.slow_path == 0 and dec.frame.get_column("typed").all()
+    assert decode_texts(slow).slow_path == len(slow)
+    got = _signal_values(typed)
+    assert got == _signal_values(slow)
+    assert got[:4] == [
+        ("2400", None, '"2400"'),
+        ("2400", 2400.0, "2400"),
+        ("true", None, "true"),
+        ("true", None, '"true"'),
+    ]
+
+
+def test_issue36_what_the_typed_path_cannot_decode_takes_the_slow_path() -> None:
+    texts = [
+        DOC % (SCORE % "1e400", "true", '"e"'),  # a number beyond a 64-bit float
+        DOC % (SCORE % "true", "1", '{"x": 1}'),  # an object where a text is declared
+        DOC % (SCORE % '"2400"', "1", '"\\ud800"'),  # a lone surrogate escape
+        DOC
+        % (
+            SCORE % '"2400"',
+            "1",
+            '"wait \\":"',
+        ),  # a text that ends in an escaped quote and a colon
+        DOC % (SCORE % '"\\u0032400"', "1", '"e"'),  # an escape that spells a digit
+    ]
+    dec = decode_texts(texts)
+    assert dec.slow_path == 5
+    assert dec.frame.select("slow", "typed").rows() == [(True, False)] * 5
+    assert dec.typed_findings.height == 0
+    codes = {(f.pos, f.code, f.json_path) for f in dec.findings}
+    assert (0, "out_of_range", "$.run.signals[0].value") in codes
+    assert (0, "wrong_type", "$.attempts[0].n") in codes
+    assert (1, "wrong_type", "$.attempts[0].effort") in codes
+    assert (2, "lone_surrogate", "$.attempts[0].effort") in codes
+    assert dec.frame.get_column("pos").to_list() == [0, 1, 2, 3, 4]  # every one a run
+    efforts = [d["attempts"][0]["effort"] for d in dec.frame.get_column("doc").to_list()]
+    assert efforts == ["e", None, None, 'wait ":', "e"]
+
+
+def test_issue36_json_whitespace_around_colons_is_read_alike() -> None:
+    compact = DOC.replace(": ", ":") % (VERDICT.replace(": ", ":") % "true", "true", '"e"')
+    spaced = compact.replace(":", " :\t\n ").replace('" :\t\n "0.3', '": "0.3')
+    dec = decode_texts([compact, spaced])
+    assert dec.slow_path == 0
+    found = dec.typed_findings.select("pos", "json_path").rows()
+    assert found == [(0, "$.attempts[0].n"), (1, "$.attempts[0].n")]
+    docs = dec.frame.get_column("doc").to_list()
+    assert docs[0] == docs[1]

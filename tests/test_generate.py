@@ -147,3 +147,58 @@ def test_cli_writes_files_and_reports(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "mean document:" in printed
     assert sorted(p.name for p in out.iterdir()) == [f"part-0000{k}.ndjson" for k in range(3)]
     assert len(tomllib.loads(rules.read_text(encoding="utf-8"))["rule"]) == 5
+
+
+def _leaves(value: object, path: tuple[object, ...] = ()) -> dict[tuple[object, ...], object]:
+    if isinstance(value, dict):
+        return {p: v for k, x in value.items() for p, v in _leaves(x, (*path, k)).items()}
+    if isinstance(value, list):
+        return {p: v for i, x in enumerate(value) for p, v in _leaves(x, (*path, i)).items()}
+    return {path: value}
+
+
+def test_issue36_mistyped_share_writes_one_value_of_a_chosen_document_in_another_type() -> None:
+    plain = list(generate_documents(400, seed=5))
+    assert list(generate_documents(400, seed=5, mistyped=0.0)) == plain
+    odd = list(generate_documents(400, seed=5, mistyped=0.5))
+    changed = 0
+    for a, b in zip(plain, odd, strict=True):
+        x, y = _leaves(a), _leaves(b)
+        assert x.keys() == y.keys()
+        differ = [p for p in x if orjson.dumps(x[p]) != orjson.dumps(y[p])]
+        assert len(differ) <= 1
+        if differ:
+            changed += 1
+            before, after = x[differ[0]], y[differ[0]]
+            assert type(before) is not type(after), (differ, before, after)
+    assert 160 <= changed <= 240  # about half
+    again = list(generate_documents(100, seed=5, start=300, mistyped=0.5))
+    assert again == odd[300:]
+
+
+@pytest.mark.parametrize("kind", ["verdict_boolean", "score_text", "count_boolean", "text_number"])
+def test_issue36_each_kind_of_mistyped_value(kind: str) -> None:
+    docs = list(generate_documents(200, seed=6, mistyped=1.0, kind=kind))
+    signals = [s for d in docs for s in d["run"]["signals"]]
+    verdicts = sum(isinstance(s["value"], bool) for s in signals if s["kind"] == "verdict")
+    scores = sum(isinstance(s["value"], str) for s in signals if s["kind"] == "score")
+    counts = sum(a["n"] is True for d in docs for a in d["attempts"])
+    texts = sum(isinstance(a.get("effort"), int) for d in docs for a in d["attempts"])
+    found = {"verdict_boolean": verdicts, "score_text": scores}
+    found |= {"count_boolean": counts, "text_number": texts}
+    assert found[kind] >= 150  # every document that has such a value
+    assert sum(found.values()) == 200  # one a document
+    with pytest.raises(ValueError, match=r"mistyped must be in 0\.\.1"):
+        next(generate_documents(1, mistyped=1.5))
+
+
+def test_issue36_files_with_mistyped_values_are_reproducible(tmp_path: Path) -> None:
+    one = write_ndjson(tmp_path / "one", 600, seed=9, chunk_docs=200, mistyped=0.15)
+    two = write_ndjson(tmp_path / "two", 600, seed=9, chunk_docs=200, workers=2, mistyped=0.15)
+    plain = write_ndjson(tmp_path / "plain", 600, seed=9, chunk_docs=200)
+    assert read_bytes(one) == read_bytes(two) != read_bytes(plain)
+    argv = ["--docs", "50", "--out", str(tmp_path / "cli"), "--mistyped", "1", "--mistype"]
+    assert main([*argv, "score_text"]) == 0
+    docs = [json.loads(line) for line in read_lines(sorted((tmp_path / "cli").glob("part-*")))]
+    scores = [[s for s in d["run"]["signals"] if s["kind"] == "score"] for d in docs]
+    assert sum(any(isinstance(s["value"], str) for s in found) for found in scores) >= 40

@@ -116,7 +116,7 @@ def test_defective_fields_are_null_not_guessed(tmp_path: Path) -> None:
     assert ds.attempts.collect().get_column("n").to_list().count(None) == 1
     rule = ds.rules.collect().filter(~pl.col("valid"))
     assert rule.get_column("window_days").to_list() == [None]
-    acc = oa.acceptance(ds, as_of="2027-01-01T00:00:00Z").collect().sort("run_id")
+    acc = oa.acceptance(ds, as_of="2027-01-01T00:00:00Z").sort("run_id")
     assert acc.get_column("reasons").to_list() == [[], [], ["invalid_rule"]]
 
 
@@ -159,7 +159,7 @@ def test_newer_version_replaces_older_for_every_table(tmp_path: Path) -> None:
     scanned = oa.scan_dataset(ds)
     assert scanned.runs.collect().height == 1
     assert scanned.signals.collect().get_column("value_text").to_list() == ["fail"]
-    acc = oa.acceptance(scanned, as_of="2027-01-01T00:00:00Z").collect()
+    acc = oa.acceptance(scanned, as_of="2027-01-01T00:00:00Z")
     assert acc.get_column("outcome").to_list() == ["rejected"]
 
 
@@ -699,3 +699,19 @@ def test_labels_and_rule_are_read_from_the_run_itself(
     names = tables["rules"].collect().get_column("name").to_list()
     assert names == ([] if rule is None else [rule])
     assert runs.get_column("rule_name").to_list() == [rule]
+
+
+def test_issue36_summary_counts_the_documents_read_one_at_a_time(tmp_path: Path) -> None:
+    run = '{"ocp": "0.3", "run": {"id": "%s", "signals": [{"kind": "verdict", "value": %s}]}}'
+    lines = [
+        run % ("r1", '"pass"'),  # clean: many at a time
+        run % ("r2", "true"),  # a verdict written as a boolean: many at a time, a finding
+        run % ("r3", '"\\ud800"'),  # a lone surrogate escape: one at a time
+        '{"ocp": "0.3", "run": {"id": "r4"',  # not JSON: one at a time, quarantined
+    ]
+    (tmp_path / "a.ndjson").write_text("\n".join(lines) + "\n")
+    s = oa.ingest(tmp_path / "a.ndjson", tmp_path / "ds", workers=0)
+    assert (s.runs_new, s.quarantined, s.slow_path) == (3, 1, 2)
+    assert s.findings_by_code == {"bad_value": 2, "lone_surrogate": 1}  # (r3: read as null)
+    time_line = [x for x in str(s).splitlines() if x.startswith("time:")]
+    assert time_line[0].endswith("documents/s; slow path: 2 documents)")

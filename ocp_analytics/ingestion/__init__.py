@@ -10,6 +10,7 @@ The modules, in the order a document passes them:
 ``spans``       where a chunk's texts lie (string views over the blocks), ``ChunkMeta``
 ``chunks``      a source as chunks of document texts: NDJSON, ``.json``, a stream
 ``decode``      texts → the declared document struct (the fast path, and routing)
+``typed``       the typed path: mistyped values read many at a time, their JSON types kept
 ``sanitize``    the slow path: one document read in Python, its defects named
 ``tables``      the decoded chunk → runs, attempts, signals, rules, artifacts, findings
 ``timestamps``  RFC 3339 text → instants

@@ -119,6 +119,11 @@ class IngestSummary(Summary[SourceSummary]):
 
     findings_by_code: Counter[str] = field(default_factory=Counter)
     batches: list[str] = field(default_factory=list)
+    # Documents read one at a time by the decode's slow path (sanitize.py):
+    # what must be (not JSON, bytes that are not UTF-8, surrogate escapes,
+    # escapes that spell names, values the typed path cannot decode). The
+    # rest is decoded many at a time.
+    slow_path: int = 0
 
     documents_read = property(lambda self: self._sum("documents"))
     runs_new = property(lambda self: self._sum("runs_new"))
@@ -142,7 +147,10 @@ class IngestSummary(Summary[SourceSummary]):
 
     def _time(self) -> str:
         rate = self.documents_read / self.seconds if self.seconds else 0.0
-        return f"time: {self.seconds:.2f} s ({rate:,.0f} documents/s)"
+        return (
+            f"time: {self.seconds:.2f} s ({rate:,.0f} documents/s; "
+            f"slow path: {self.slow_path:,} documents)"
+        )
 
     def _notes(self) -> list[str]:
         return super()._notes() + self._by_code("findings by code", self.findings_by_code)
@@ -315,6 +323,7 @@ class _Ingest:
         summary.quarantined += frames["quarantine"].height
         summary.findings += frames["findings"].height
         batch.superseding += counts["replaced"]
+        self.summary.slow_path += tables.slow_path
         self.summary.findings_by_code.update(frames["findings"].get_column("code").to_list())
         self.summary.quarantine_by_code.update(frames["quarantine"].get_column("code").to_list())
         batch.write(frames, PART_RUNS)
@@ -383,8 +392,8 @@ def ingest(
     --------
     >>> import ocp_analytics as oa, tempfile
     >>> s = oa.ingest("tests/data/examples/v0.3", tempfile.mkdtemp() + "/ds")
-    >>> s.documents_read, s.runs_new, s.quarantined, s.reconciles
-    (7, 7, 0, True)
+    >>> s.documents_read, s.runs_new, s.quarantined, s.reconciles, s.slow_path
+    (7, 7, 0, True, 0)
     """
     start = time.perf_counter()
     found = find_sources(sources)

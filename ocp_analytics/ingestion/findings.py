@@ -4,8 +4,8 @@ A finding names the run, the document, a code, the JSON path of the value
 and a message saying what was found and how it was read (the value itself is
 null, never guessed). The helpers here build the findings of a flattened
 table's columns (timestamps, enums, whole numbers, lists of problems); the
-slow path's own (``sanitize.py``) are joined to their runs by
-:func:`slow_findings`.
+decode's own (the slow and typed paths') are joined to their runs by
+:func:`decode_findings`.
 """
 
 from __future__ import annotations
@@ -102,9 +102,12 @@ def integer_fields(
     return frame, found
 
 
-def slow_findings(dec: Decoded, docs: pl.LazyFrame) -> pl.LazyFrame:
-    """The slow path's findings of a chunk (by position), with their run and ``doc_id``."""
-    frame = pl.LazyFrame(
+def decode_findings(dec: Decoded, docs: pl.LazyFrame) -> pl.LazyFrame:
+    """The findings the decode named (slow and typed paths), with their run and ``doc_id``.
+
+    By position, and within a document in the order the path named them.
+    """
+    slow = pl.LazyFrame(
         {
             "pos": pl.Series([f.pos for f in dec.findings], dtype=pl.UInt32),
             "code": pl.Series([f.code for f in dec.findings], dtype=pl.String),
@@ -112,6 +115,9 @@ def slow_findings(dec: Decoded, docs: pl.LazyFrame) -> pl.LazyFrame:
             "message": pl.Series([f.message for f in dec.findings], dtype=pl.String),
         }
     )
+    frame = slow
+    if dec.typed_findings.height:  # a document is read by one path: a stable sort merges them
+        frame = pl.concat([slow, dec.typed_findings.lazy()]).sort("pos", maintain_order=True)
     return frame.join(docs.select("pos", "run_id", "doc_id"), on="pos", maintain_order="left")
 
 

@@ -13,8 +13,9 @@ any string, in a field the package reads or not (``lone_surrogate`` /
 ``invalid_utf8`` findings, the string read as null, a member whose *name* is
 bad dropped), and a number too large for a 64-bit float (``out_of_range``,
 read as null). A ``null`` element of ``signals`` / ``attempts`` /
-``artifacts`` is a ``wrong_type`` finding here (``tables.py`` reports it for
-fast-path documents).
+``artifacts`` is a ``wrong_type`` finding here (``typed.py`` reports it for
+typed-path documents, ``tables.py`` for fast-path ones). The typed path
+(``typed.py``) gives what this one gives for the documents it can decode.
 
 The JSON rules every reader of the package shares live here too:
 :func:`parse_json` (repeated member names keep their first value),

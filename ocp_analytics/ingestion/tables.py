@@ -18,11 +18,11 @@ from ocp_analytics import schemas as S
 from ocp_analytics.ingestion.decode import JSON_NUMBER, Decoded
 from ocp_analytics.ingestion.findings import (
     FIND_COLS,
+    decode_findings,
     enum_finding,
     findings_where,
     integer_fields,
     listed_findings,
-    slow_findings,
     ts_findings,
 )
 from ocp_analytics.ingestion.members import side_members
@@ -42,6 +42,7 @@ class ChunkTables:
     """The tables built from one chunk, as polars frames in schema order."""
 
     frames: dict[str, pl.DataFrame] = field(default_factory=dict)
+    slow_path: int = 0  # texts the decode read one at a time (Decoded.slow_path)
 
     def __getitem__(self, name: str) -> pl.DataFrame:
         return self.frames[name]
@@ -67,20 +68,26 @@ def _explode(docs: pl.LazyFrame, path: list[str], idx: str) -> tuple[pl.LazyFram
     """The elements of a list of objects, one row each, and a finding per ``null`` element.
 
     Null elements are reported here for fast-path documents only: the slow
-    path reports them itself (a misfit element is null there too).
+    and typed paths report them themselves, in the order of their other
+    findings (a misfit element is null there too).
     """
     expr = pl.col("doc")
     for p in path:
         expr = expr.struct.field(p)
     exploded = (
-        docs.select("run_id", "doc_id", "slow", expr.alias("item"))
+        docs.select(
+            "run_id",
+            "doc_id",
+            (pl.col("slow") | pl.col("typed")).alias("checked"),
+            expr.alias("item"),
+        )
         .with_columns(pl.int_ranges(0, pl.col("item").list.len(), dtype=pl.Int32).alias(idx))
         .explode(["item", idx])
         .cache()
     )
-    items = exploded.filter(pl.col("item").is_not_null()).drop("slow").unnest("item")
+    items = exploded.filter(pl.col("item").is_not_null()).drop("checked").unnest("item")
     nulls = exploded.filter(
-        pl.col("item").is_null() & pl.col(idx).is_not_null() & ~pl.col("slow")
+        pl.col("item").is_null() & pl.col(idx).is_not_null() & ~pl.col("checked")
     ).select(
         "run_id",
         "doc_id",
@@ -277,7 +284,7 @@ def _readable(
 ) -> tuple[list[QuarantineRow], pl.DataFrame]:
     """The quarantine rows of a decoded chunk, and its readable runs.
 
-    A run's row holds ``pos``, ``doc``, ``text``, ``slow``, ``doc_id``,
+    A run's row holds ``pos``, ``doc``, ``text``, ``slow``, ``typed``, ``doc_id``,
     ``run_id`` and where it came from (``source_line``, ``source_index``,
     ``doc_sha256``).
     """
@@ -292,6 +299,7 @@ def _readable(
                 "doc",
                 "text",
                 "slow",
+                "typed",
                 (pl.col("pos").cast(pl.Int64) + doc_id_base).alias("doc_id"),
                 pl.col("doc").struct.field("run").struct.field("id").alias("run_id"),
             ),
@@ -342,7 +350,7 @@ def build_tables(dec: Decoded, meta: ChunkMeta, doc_id_base: int, batch_id: str)
     attempts, f_att = _attempts(lazy_docs)
     signals = _cast(link_attempts(signals, attempt_positions(attempts)), "signals")
     artifacts, f_art = _artifacts(lazy_docs)
-    slow = slow_findings(dec, lazy_docs)
+    slow = decode_findings(dec, lazy_docs)
     findings = pl.concat(
         [f.select(FIND_COLS) for f in [*found, *f_rules, *f_sig, *f_att, *f_art, slow]]
     )
@@ -365,4 +373,4 @@ def build_tables(dec: Decoded, meta: ChunkMeta, doc_id_base: int, batch_id: str)
     collected = pl.collect_all(planned.values(), engine="in-memory")
     frames = dict(zip(planned, collected, strict=True))
     frames["quarantine"] = quarantine_frame(quarantine, meta, batch_id)
-    return ChunkTables(frames)
+    return ChunkTables(frames, dec.slow_path)

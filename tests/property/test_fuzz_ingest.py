@@ -4,8 +4,9 @@ Each example writes a few generated documents, mutated, as one NDJSON file
 (one document a line) and ingests it. Mutations: delete a member, retype a
 value, repeat a member name, cut the text at a random byte, inject a lone
 surrogate escape, bytes that are not UTF-8 or a number beyond a float into a
-string anywhere in the document, and targeted defects in fields the package
-reads. Asserted for every example:
+string anywhere in the document, targeted defects in fields the package
+reads, and signal values of the wrong JSON type (issue 36: read on the typed
+path, many documents at a time). Asserted for every example:
 
 * no exception;
 * documents read = runs written + quarantined, and = the lines written;
@@ -184,6 +185,8 @@ TARGETS: list[tuple[tuple[Key, ...], Any, str]] = [
     (("attempts", 0, "n"), "one", "wrong_type"),
     (("attempts", 0, "n"), 1e30, "out_of_range"),
     (("attempts", 0, "n"), 2.5, "not_integer"),
+    (("attempts", 0, "n"), True, "wrong_type"),  # issue 36: the typed path
+    (("attempts", 0, "effort"), 3, "wrong_type"),
     (("attempts", 0, "round"), 10**30, "out_of_range"),
     (("attempts", 0, "cost", "output_tokens"), 2**64 + 1, "out_of_range"),
     (("attempts", 0, "outcome", "result"), "meh", "unknown_enum"),
@@ -215,6 +218,30 @@ def targeted(m: Mutant, data: st.DataObject) -> None:
     m.expects.append(Expect(frozenset({code}), exact, keys=keys, value=value))
 
 
+# Signals with a value of the wrong JSON type (issue 36): each a bad_value.
+MISTYPED_SIGNALS = [
+    {"id": "s", "kind": "verdict", "name": "tests", "value": True},
+    {"id": "s", "kind": "verdict", "name": "tests", "value": False},
+    {"id": "s", "kind": "score", "name": "bench_score", "value": "2400"},
+    {"id": "s", "kind": "score", "name": "bench_score", "value": "x"},
+    {"id": "s", "kind": "event", "name": "revert", "value": 7},
+]
+
+
+def mistyped_signal(m: Mutant, data: st.DataObject) -> None:
+    """A signal whose value has the wrong JSON type: a verdict true, a score "2400", ..."""
+    signals = m.doc.get("run", {}).get("signals") if isinstance(m.doc.get("run"), dict) else None
+    if not isinstance(signals, list) or not signals:
+        return
+    i = data.draw(st.integers(0, len(signals) - 1))
+    signal = copy.deepcopy(data.draw(st.sampled_from(MISTYPED_SIGNALS)))
+    signals[i] = signal
+    keys = ("run", "signals", i)
+    m.expects.append(
+        Expect(frozenset({"bad_value"}), _path((*keys, "value")), keys=keys, value=signal)
+    )
+
+
 def cut(m: Mutant, data: st.DataObject) -> None:
     m.cut = data.draw(st.floats(0.0, 1.0, exclude_max=True))
 
@@ -226,6 +253,7 @@ MUTATIONS: list[Callable[[Mutant, st.DataObject], None]] = [
     bad_string,
     huge_number,
     targeted,
+    mistyped_signal,
     cut,
 ]
 

@@ -2,7 +2,10 @@
 
 The fast path routes documents by regexes over their text (a boolean where
 a number is declared, a number where a text is, a quoted number as a
-signal's value). Its regexes must see what the JSON reader sees, however the
+signal's value) to the typed path, which reads them many at a time with
+their values' JSON types kept; what needs one document at a time takes the
+slow path. The typed and slow paths must read a mistyped value alike
+(issue 36). Its regexes must see what the JSON reader sees, however the
 document is written: members in any order, any JSON whitespace around them,
 characters escaped. An escaped character once hid from them what the reader
 sees: ``"\\u006e": true`` is member ``n`` set to a boolean, which polars
@@ -20,14 +23,17 @@ from typing import Any
 
 import hypothesis.strategies as st
 import polars as pl
+import pytest
 from hypothesis import HealthCheck, given, settings
 
 import ocp_analytics as oa
 from benchmarks.generate import generate_documents
+from ocp_analytics.ingestion import decode
 
 POOL = list(generate_documents(12, seed=17))
 # Values a field may be retyped to: each JSON type, and texts that look like numbers.
-ODD = [True, False, 1, 0, -2.5, 1e300, "1", "-0.5e3", "true", "x", None, {}, [], ["x"], {"a": 1}]
+SCALARS = [True, False, 1, 0, -2.5, 1e300, "1", "2400", "-0.5e3", "true", "x", None]
+ODD = [*SCALARS, {}, [], ["x"], {"a": 1}]
 
 
 def _paths(doc: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -121,6 +127,46 @@ def retyped(draw: st.DrawFn) -> Any:
 
 
 @st.composite
+def mistyped(draw: st.DrawFn) -> Any:
+    """A document with scalars (not objects or arrays) of another type: one to four.
+
+    One is a signal's value of a type the prefilter sees (the document takes
+    the typed path); the others anywhere, and an element of a list of
+    objects may be null (those findings come in an order of their own).
+    """
+    doc = copy.deepcopy(draw(st.sampled_from(POOL)))
+    scalars = [p for p in _paths(doc) if not isinstance(_get(doc, p), dict | list)]
+    signals = doc["run"]["signals"]
+    elements: list[tuple[Any, ...]] = [("run", "signals", i) for i in range(len(signals))]
+    elements += [("attempts", i) for i in range(len(doc["attempts"]))]
+    for _ in range(draw(st.integers(0, 3))):
+        which = draw(st.sampled_from([scalars, scalars, elements]))
+        path = draw(st.sampled_from(which))
+        if _has(doc, path):  # (not below an element already set to null)
+            _set(doc, path, None if which is elements else draw(st.sampled_from(SCALARS)))
+    left = [s for s in signals if isinstance(s, dict)]
+    if not left:
+        signals.append({"kind": "score"})
+        left = signals[-1:]
+    draw(st.sampled_from(left))["value"] = draw(st.sampled_from([True, False, "1", "2400"]))
+    return doc
+
+
+def _has(doc: Any, path: tuple[Any, ...]) -> bool:
+    try:
+        _get(doc, path)
+    except (KeyError, IndexError, TypeError):
+        return False
+    return True
+
+
+def _get(doc: Any, path: tuple[Any, ...]) -> Any:
+    for key in path:
+        doc = doc[key]
+    return doc
+
+
+@st.composite
 def documents(draw: st.DrawFn) -> tuple[str, list[bool]]:
     chosen = draw(st.lists(st.booleans(), min_size=1, max_size=40))
     return json.dumps(draw(retyped()), ensure_ascii=False), chosen
@@ -147,6 +193,23 @@ def test_member_order_and_whitespace_change_nothing(doc: Any, rnd: random.Random
     want, got = _tables(plain), _tables(text)
     for name in want:
         assert got[name].equals(want[name]), (name, text)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(mistyped(), min_size=1, max_size=4))
+def test_issue36_the_typed_path_reads_mistyped_values_as_the_slow_path_does(
+    docs: list[Any],
+) -> None:
+    """Many documents at a time, with their values' JSON types kept: the sanitizer's reading."""
+    texts = [json.dumps(d, ensure_ascii=False) for d in docs]
+    assert decode.decode_texts(texts).frame.get_column("typed").all()
+    want = {name: frame.collect() for name, frame in oa.read_documents(texts).items()}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(decode, "RARE", "^")  # every text, one at a time
+        assert decode.decode_texts(texts).slow_path == len(texts)
+        got = {name: frame.collect() for name, frame in oa.read_documents(texts).items()}
+    for name in want:
+        assert got[name].equals(want[name]), (name, texts)
 
 
 def test_an_escaped_member_name_hides_nothing() -> None:
