@@ -21,13 +21,13 @@ def _title(text: str, **kw: object) -> object:
     return dec.frame.get_column("doc").struct.field("run").struct.field("title").to_list()
 
 
-def test_issue9_polars_alone_would_read_a_lone_surrogate_as_nul() -> None:
+def test_polars_alone_would_read_a_lone_surrogate_as_nul() -> None:
     """Why surrogate escapes take the slow path: the fast path changes them silently."""
     dtype = pl.Struct({"t": pl.String})
     assert pl.Series(['{"t": "\\ud800"}']).str.json_decode(dtype).to_list() == [{"t": "\x00"}]
 
 
-def test_issue9_lone_surrogate_in_a_read_field_is_null_with_a_finding() -> None:
+def test_lone_surrogate_in_a_read_field_is_null_with_a_finding() -> None:
     text = RUN % ('"a\\ud800b"', '"ok"')
     assert _title(text) == [None]
     assert _findings(text) == [
@@ -39,13 +39,13 @@ def test_issue9_lone_surrogate_in_a_read_field_is_null_with_a_finding() -> None:
     ]
 
 
-def test_issue9_lone_surrogate_in_a_field_never_read_is_a_finding() -> None:
+def test_lone_surrogate_in_a_field_never_read_is_a_finding() -> None:
     text = RUN % ('"t"', '"\\udfff"')
     assert _title(text) == ["t"]
     assert [f[:2] for f in _findings(text)] == [("lone_surrogate", "$.nodes[0].note")]
 
 
-def test_issue9_lone_surrogate_in_a_member_name_drops_the_member() -> None:
+def test_lone_surrogate_in_a_member_name_drops_the_member() -> None:
     text = '{"ocp": "0.3", "run": {"id": "r1", "ext": {"\\ud800": 1}}}'
     assert _findings(text) == [
         (
@@ -56,13 +56,13 @@ def test_issue9_lone_surrogate_in_a_member_name_drops_the_member() -> None:
     ]
 
 
-def test_issue9_surrogate_pair_escape_is_text_not_a_defect() -> None:
+def test_surrogate_pair_escape_is_text_not_a_defect() -> None:
     text = RUN % ('"\\ud83d\\ude00"', '"x"')
     assert _title(text) == ["\U0001f600"]
     assert _findings(text) == []
 
 
-def test_issue9_bytes_that_are_not_utf8_are_a_finding_never_a_replacement() -> None:
+def test_bytes_that_are_not_utf8_are_a_finding_never_a_replacement() -> None:
     shown = RUN % ('"caf\ufffd"', '"x"')
     raw = RUN % ('"caf\udce9"', '"x"')  # byte 0xE9 as read by the reader
     assert _title(shown, raw={0: raw}) == [None]
@@ -75,14 +75,14 @@ def test_issue9_bytes_that_are_not_utf8_are_a_finding_never_a_replacement() -> N
     ]
 
 
-def test_issue9_bytes_that_are_not_utf8_outside_a_string_are_not_json() -> None:
+def test_bytes_that_are_not_utf8_outside_a_string_are_not_json() -> None:
     _, _, rejected, _ = sanitize('{"ocp": "0.3",\udcff "run": {}}', 0, invalid_utf8=True)
     assert isinstance(rejected, Rejected)
     assert rejected.code == "not_json"
     assert "the text also holds bytes that are not UTF-8" in rejected.message
 
 
-def test_issue9_number_beyond_a_float_is_out_of_range() -> None:
+def test_number_beyond_a_float_is_out_of_range() -> None:
     text = '{"ocp": "0.3", "run": {"id": "r1"}, "attempts": [{"cost": {"usd": -1e400}}]}'
     assert _findings(text) == [
         (
@@ -93,7 +93,7 @@ def test_issue9_number_beyond_a_float_is_out_of_range() -> None:
     ]
 
 
-def test_issue9_integer_beyond_64_bits_reads_as_a_number() -> None:
+def test_integer_beyond_64_bits_reads_as_a_number() -> None:
     """Only integer fields check the range (tables.py); a score may be any number."""
     big = "123456789012345678901234567890"
     text = '{"ocp": "0.3", "run": {"id": "r1", "signals": [{"kind": "score", "value": %s}]}}'
@@ -103,12 +103,12 @@ def test_issue9_integer_beyond_64_bits_reads_as_a_number() -> None:
     assert dec.findings == []
 
 
-def test_issue9_nan_literal_is_not_json() -> None:
+def test_nan_literal_is_not_json() -> None:
     _, _, rejected, _ = sanitize('{"ocp": "0.3", "run": {"id": "r1", "title": NaN}}', 0)
     assert rejected is not None and rejected.code == "not_json"
 
 
-def test_issue9_null_element_on_the_slow_path_is_one_finding() -> None:
+def test_null_element_on_the_slow_path_is_one_finding() -> None:
     text = '{"ocp": "0.3", "run": {"id": "r1", "signals": [null, true]}}'
     clean, findings, rejected, _ = sanitize(text, 3)
     assert rejected is None and clean is not None
@@ -128,7 +128,7 @@ def test_issue9_null_element_on_the_slow_path_is_one_finding() -> None:
     ]
 
 
-def test_issue9_repeated_member_name_keeps_its_first_value_on_both_paths() -> None:
+def test_repeated_member_name_keeps_its_first_value_on_both_paths() -> None:
     """polars and DuckDB keep the first value, orjson the last: the slow path follows polars."""
     fast = '{"ocp": "0.3", "run": {"id": "r1", "title": "first", "title": "second"}}'
     slow = fast.replace('"r1"', '"r1", "note": "\\ud800"')
@@ -136,7 +136,7 @@ def test_issue9_repeated_member_name_keeps_its_first_value_on_both_paths() -> No
     assert _title(slow) == ["first"]
 
 
-def test_issue9_repeated_label_keeps_its_first_value() -> None:
+def test_repeated_label_keeps_its_first_value() -> None:
     from ocp_analytics import read_documents
 
     doc = '{"ocp": "0.3", "run": {"id": "r1", "labels": {"team": "a", "team": "b", "x": "y"}}}'
@@ -166,7 +166,7 @@ def _paths(text: str) -> tuple[list[tuple[str, str, str]], list[tuple[str, str, 
     return got, want
 
 
-def test_issue36_mistyped_values_take_the_typed_path_with_the_sanitizers_findings() -> None:
+def test_mistyped_values_take_the_typed_path_with_the_sanitizers_findings() -> None:
     texts = [
         DOC % (VERDICT % "true", "1", '"high"'),  # a verdict written as a boolean
         DOC % (SCORE % '"2400"', "1", '"high"'),  # a score written as text
@@ -209,7 +209,7 @@ def _signal_values(texts: list[str]) -> list[tuple[object, ...]]:
     return [*values, *found]
 
 
-def test_issue36_the_typed_path_keeps_each_values_json_type() -> None:
+def test_the_typed_path_keeps_each_values_json_type() -> None:
     """The signal values as read on the typed path, and as the slow path reads them."""
     values = ['"2400"', "2400", "true", '"true"', "null", '"x"', "2.50", "-0.0", '"!a"', "1e300"]
     typed = [DOC % (SCORE % v, "true", '"e"') for v in values]  # (n: true takes it there)
@@ -227,7 +227,7 @@ def test_issue36_the_typed_path_keeps_each_values_json_type() -> None:
     ]
 
 
-def test_issue36_what_the_typed_path_cannot_decode_takes_the_slow_path() -> None:
+def test_what_the_typed_path_cannot_decode_takes_the_slow_path() -> None:
     texts = [
         DOC % (SCORE % "1e400", "true", '"e"'),  # a number beyond a 64-bit float
         DOC % (SCORE % "true", "1", '{"x": 1}'),  # an object where a text is declared
@@ -254,7 +254,7 @@ def test_issue36_what_the_typed_path_cannot_decode_takes_the_slow_path() -> None
     assert efforts == ["e", None, None, 'wait ":', "e"]
 
 
-def test_issue36_json_whitespace_around_colons_is_read_alike() -> None:
+def test_json_whitespace_around_colons_is_read_alike() -> None:
     compact = DOC.replace(": ", ":") % (VERDICT.replace(": ", ":") % "true", "true", '"e"')
     spaced = compact.replace(":", " :\t\n ").replace('" :\t\n "0.3', '": "0.3')
     dec = decode_texts([compact, spaced])

@@ -157,7 +157,7 @@ def _leaves(value: object, path: tuple[object, ...] = ()) -> dict[tuple[object, 
     return {path: value}
 
 
-def test_issue36_mistyped_share_writes_one_value_of_a_chosen_document_in_another_type() -> None:
+def test_mistyped_share_writes_one_value_of_a_chosen_document_in_another_type() -> None:
     plain = list(generate_documents(400, seed=5))
     assert list(generate_documents(400, seed=5, mistyped=0.0)) == plain
     odd = list(generate_documents(400, seed=5, mistyped=0.5))
@@ -177,7 +177,7 @@ def test_issue36_mistyped_share_writes_one_value_of_a_chosen_document_in_another
 
 
 @pytest.mark.parametrize("kind", ["verdict_boolean", "score_text", "count_boolean", "text_number"])
-def test_issue36_each_kind_of_mistyped_value(kind: str) -> None:
+def test_each_kind_of_mistyped_value(kind: str) -> None:
     docs = list(generate_documents(200, seed=6, mistyped=1.0, kind=kind))
     signals = [s for d in docs for s in d["run"]["signals"]]
     verdicts = sum(isinstance(s["value"], bool) for s in signals if s["kind"] == "verdict")
@@ -192,7 +192,7 @@ def test_issue36_each_kind_of_mistyped_value(kind: str) -> None:
         next(generate_documents(1, mistyped=1.5))
 
 
-def test_issue36_files_with_mistyped_values_are_reproducible(tmp_path: Path) -> None:
+def test_files_with_mistyped_values_are_reproducible(tmp_path: Path) -> None:
     one = write_ndjson(tmp_path / "one", 600, seed=9, chunk_docs=200, mistyped=0.15)
     two = write_ndjson(tmp_path / "two", 600, seed=9, chunk_docs=200, workers=2, mistyped=0.15)
     plain = write_ndjson(tmp_path / "plain", 600, seed=9, chunk_docs=200)

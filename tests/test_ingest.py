@@ -173,7 +173,7 @@ def _solo(run_id: str, ended: str, title: str, late: str | None = None) -> str:
     return json.dumps(doc)
 
 
-def test_issue9_duplicate_run_id_in_one_batch_latest_ended_at_wins(tmp_path: Path) -> None:
+def test_duplicate_run_id_in_one_batch_latest_ended_at_wins(tmp_path: Path) -> None:
     """The later-read version is older: it is outranked, not written, and named in a finding."""
     src = tmp_path / "twice.ndjson"
     newer = _solo("r", "2026-09-23T12:00:00Z", "newer")
@@ -192,7 +192,7 @@ def test_issue9_duplicate_run_id_in_one_batch_latest_ended_at_wins(tmp_path: Pat
     assert "is outranked by the current version" in f.item(0, "message")
 
 
-def test_issue9_duplicate_run_id_same_ended_at_latest_signal_wins(tmp_path: Path) -> None:
+def test_duplicate_run_id_same_ended_at_latest_signal_wins(tmp_path: Path) -> None:
     """A re-emitted document with a late event appended wins over the original."""
     src = tmp_path / "twice.ndjson"
     original = _solo("r", "2026-09-23T11:00:00Z", "original")
@@ -207,7 +207,7 @@ def test_issue9_duplicate_run_id_same_ended_at_latest_signal_wins(tmp_path: Path
     assert f.select("code", "source_line").rows() == [("duplicate_run", 2)]
 
 
-def test_issue9_duplicate_run_id_does_not_depend_on_file_names(tmp_path: Path) -> None:
+def test_duplicate_run_id_does_not_depend_on_file_names(tmp_path: Path) -> None:
     """Same ended_at and signals: the larger doc_sha256 wins, whichever file is read first."""
     import hashlib
 
@@ -353,7 +353,7 @@ def test_cli_strict_exit_code(tmp_path: Path) -> None:
     assert "not_json 1" in out.stdout
 
 
-def test_issue9_empty_source_folder_is_a_noop(tmp_path: Path) -> None:
+def test_empty_source_folder_is_a_noop(tmp_path: Path) -> None:
     (tmp_path / "drop").mkdir()
     s = oa.ingest(tmp_path / "drop", tmp_path / "ds")
     assert (s.sources, s.documents_read, s.batches, s.reconciles) == ([], 0, [], True)
@@ -447,7 +447,7 @@ def test_manifest_hash_is_the_files_read_once_or_again(
     assert again.runs_new == 1
 
 
-def test_issue9_reingest_is_keyed_on_content_and_resolved_path(
+def test_reingest_is_keyed_on_content_and_resolved_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     shutil.copy(EXAMPLES / "v0.3" / "solo.ocp.json", tmp_path / "a.json")
@@ -461,7 +461,7 @@ def test_issue9_reingest_is_keyed_on_content_and_resolved_path(
     assert manifest.select("path", "resolved").rows() == [("a.json", str(tmp_path / "a.json"))]
 
 
-def test_issue9_stdin_pretty_printed_documents(tmp_path: Path) -> None:
+def test_stdin_pretty_printed_documents(tmp_path: Path) -> None:
     docs = [json.loads(p.read_text()) for p in sorted((EXAMPLES / "v0.3").glob("*.json"))[:3]]
     text = "".join(json.dumps(d, indent=2) + "\n" for d in docs)
     out = subprocess.run(
@@ -485,7 +485,7 @@ def test_issue9_stdin_pretty_printed_documents(tmp_path: Path) -> None:
     assert runs.select("source_path", "source_line").rows()[0] == ("-", 1)
 
 
-def test_issue9_read_documents_takes_strings_orjson_refuses() -> None:
+def test_read_documents_takes_strings_orjson_refuses() -> None:
     docs = [
         {"ocp": "0.3", "run": {"id": "r1", "title": "\ud800"}, "attempts": [{"n": 10**30}]},
         '{"ocp": "0.3", "run": {"id": "r2", "title": "caf\udce9"}}',  # bytes read as escapes
@@ -499,7 +499,7 @@ def test_issue9_read_documents_takes_strings_orjson_refuses() -> None:
     ]
 
 
-def test_issue9_file_name_that_is_not_utf8_does_not_abort_the_ingest(tmp_path: Path) -> None:
+def test_file_name_that_is_not_utf8_does_not_abort_the_ingest(tmp_path: Path) -> None:
     import os
 
     (tmp_path / "src").mkdir()
@@ -510,7 +510,7 @@ def test_issue9_file_name_that_is_not_utf8_does_not_abort_the_ingest(tmp_path: P
     assert runs.rows() == [(str(tmp_path / "src") + "/\\xff.json",)]
 
 
-def test_issue9_unreadable_file_is_quarantined_and_the_rest_ingested(
+def test_unreadable_file_is_quarantined_and_the_rest_ingested(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def denied(path: Path, size: int) -> int:
@@ -701,7 +701,7 @@ def test_labels_and_rule_are_read_from_the_run_itself(
     assert runs.get_column("rule_name").to_list() == [rule]
 
 
-def test_issue36_summary_counts_the_documents_read_one_at_a_time(tmp_path: Path) -> None:
+def test_summary_counts_the_documents_read_one_at_a_time(tmp_path: Path) -> None:
     run = '{"ocp": "0.3", "run": {"id": "%s", "signals": [{"kind": "verdict", "value": %s}]}}'
     lines = [
         run % ("r1", '"pass"'),  # clean: many at a time

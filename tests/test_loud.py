@@ -181,3 +181,43 @@ def test_where_on_a_missing_column_is_refused_with_a_hint(v03: Path) -> None:
         oa.rates(v03, where=["team=payments"], as_of=AS_OF)
     with pytest.raises(oa.OcpAnalyticsError, match=r"cannot read the filter 'label\.team'"):
         oa.rates(v03, where=["label.team"], as_of=AS_OF)
+
+
+def test_a_verdict_in_another_case_counts_and_has_its_own_finding(tiny_dataset) -> None:
+    doc = {
+        "ocp": "0.3",
+        "run": {
+            "id": "r1",
+            "ended_at": "2026-09-23T17:56:00Z",
+            "acceptance_rule": {"name": "t", "definition": "d", "requires": ["tests"]},
+            "signals": [
+                {"kind": "verdict", "name": "tests", "value": "Accept", "tier": "verified"}
+            ],
+        },
+        "attempts": [],
+    }
+    ds = tiny_dataset([doc])
+    assert oa.acceptance(ds, as_of=AS_OF)["outcome"].to_list() == ["accepted"]
+    findings = oa.scan_dataset(ds).findings.select("code", "json_path").collect().rows()
+    assert findings == [("verdict_case", "$.run.signals[0].value")]
+
+
+def test_a_source_holding_no_run_document_warns(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from ocp_analytics.cli import app
+
+    readme = tmp_path / "README.md"
+    readme.write_text("# a title\n\nsome prose\nmore prose\n")
+    with pytest.warns(UserWarning, match=r"README.md holds no OCP run document: all 3 "):
+        summary = oa.ingest(readme, tmp_path / "ds")
+    assert summary.quarantined == 3
+    done = CliRunner().invoke(app, ["ingest", str(readme), "-o", str(tmp_path / "ds2"), "-q"])
+    assert done.exit_code == 0
+    assert "warning: " in done.output and "holds no OCP run document" in done.output
+
+
+def test_a_source_with_runs_does_not_warn(tmp_path: Path) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        oa.ingest(EXAMPLES / "v0.3", tmp_path / "ds")

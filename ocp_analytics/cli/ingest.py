@@ -23,7 +23,7 @@ from ocp_analytics.cli.options import (
     output_format,
     spark_session,
 )
-from ocp_analytics.cli.output import emit, table_text
+from ocp_analytics.cli.output import emit, table_text, warnings_as_lines
 from ocp_analytics.exceptions import StrictIngestError
 
 UNMATCHED_COLUMNS = (
@@ -120,13 +120,14 @@ def ingest(
         with spark_session(spark_master, spark_conf) as session:
             summary = spark.ingest(session, sources, out)
     else:
-        summary = run_ingest(
-            sources,
-            out,
-            strict=False,
-            progress=progress,
-            workers=WORKERS if workers is None else workers,
-        )
+        with warnings_as_lines():
+            summary = run_ingest(
+                sources,
+                out,
+                strict=False,
+                progress=progress,
+                workers=WORKERS if workers is None else workers,
+            )
     typer.echo(str(summary))
     if strict and summary.quarantined:
         raise StrictIngestError(f"{summary.quarantined} document(s) quarantined")

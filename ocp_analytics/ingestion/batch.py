@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -402,9 +403,25 @@ def ingest(
         job = _Ingest(root, chunk_docs, commit_docs, workers, progress or _Silent())
         summary = job.run(found)
     summary.seconds = time.perf_counter() - start
+    _warn_sources_without_a_run(summary)
     if strict:
         summary.raise_if_quarantined()
     return summary
+
+
+def _warn_sources_without_a_run(summary: IngestSummary) -> None:
+    """Warn for each source read whose every text was quarantined: it holds no OCP run.
+
+    ``ingest README.md`` is not an error (every line is kept in quarantine,
+    nothing is lost), but a reader should not have to count to notice it.
+    """
+    for src in summary.sources:
+        if not src.skipped and src.documents and src.quarantined == src.documents:
+            warnings.warn(
+                f"{src.path} holds no OCP run document: all {src.documents:,} of its texts "
+                "were quarantined. Hint: check the path; see the quarantine table for why.",
+                stacklevel=3,
+            )
 
 
 def read_documents(

@@ -139,8 +139,16 @@ def _signal_findings(sig: pl.LazyFrame) -> list[pl.LazyFrame]:
     base = "$.run.signals[{}]"
     path = lambda f: pl.format(base + f, pl.col("sig_idx"))  # noqa: E731
     v, kind, vt = pl.col("value"), pl.col("kind"), pl.col("vtype")
+    # a verdict word in another case (Accept, PASS) counts as the word (docs/figures.md,
+    # "outcome and reasons"): its own code, apart from the values that do not count
+    other_case = (
+        (kind == "verdict")
+        & (vt == "string")
+        & ~v.is_in(S.VERDICT_VALUES)
+        & v.str.to_lowercase().is_in(S.VERDICT_VALUES)
+    ).fill_null(False)
     bad_value = (
-        ((kind == "verdict") & ((vt != "string") | ~v.is_in(S.VERDICT_VALUES)))
+        ((kind == "verdict") & ((vt != "string") | ~v.str.to_lowercase().is_in(S.VERDICT_VALUES)))
         | ((kind == "score") & ~vt.is_in(["number", "null"]))
         | ((kind == "event") & (vt != "string"))
         | (
@@ -160,6 +168,17 @@ def _signal_findings(sig: pl.LazyFrame) -> list[pl.LazyFrame]:
                 "value {} does not fit a {} signal (E195)",
                 pl.col("value_json").str.slice(0, 80),
                 kind,
+            ),
+        ),
+        findings_where(
+            sig,
+            other_case,
+            "verdict_case",
+            path(".value"),
+            pl.format(
+                "verdict {} is not lower case; it counts as {}",
+                pl.col("value_json").str.slice(0, 80),
+                v.str.to_lowercase(),
             ),
         ),
         enum_finding(sig, "kind", S.SIGNAL_KINDS, path(".kind")),

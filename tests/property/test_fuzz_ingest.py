@@ -318,7 +318,7 @@ def _check(mutated: list[Mutant], tmp: Path) -> None:
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(st.lists(mutants(), min_size=1, max_size=4))
-def test_issue9_fuzz_mutated_documents_never_abort_and_always_land(
+def test_fuzz_mutated_documents_never_abort_and_always_land(
     mutated: list[Mutant],
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
@@ -327,7 +327,7 @@ def test_issue9_fuzz_mutated_documents_never_abort_and_always_land(
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(["gzip", "zstd"]), st.floats(0.02, 0.98))
-def test_issue9_fuzz_compressed_stream_cut_at_any_byte_keeps_every_whole_line(
+def test_fuzz_compressed_stream_cut_at_any_byte_keeps_every_whole_line(
     fmt: str, at: float
 ) -> None:
     import gzip

@@ -197,7 +197,7 @@ def test_member_order_and_whitespace_change_nothing(doc: Any, rnd: random.Random
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(mistyped(), min_size=1, max_size=4))
-def test_issue36_the_typed_path_reads_mistyped_values_as_the_slow_path_does(
+def test_the_typed_path_reads_mistyped_values_as_the_slow_path_does(
     docs: list[Any],
 ) -> None:
     """Many documents at a time, with their values' JSON types kept: the sanitizer's reading."""

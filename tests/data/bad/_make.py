@@ -91,6 +91,7 @@ FILES = {
     "naive_timestamp.json": line(doc(run__ended_at="2026-09-23T11:00:00")),
     "bad_verdict.json": line(doc(run__signals__0__value="approved")),
     "verdict_boolean.json": line(doc(run__signals__0__value=True)),
+    "verdict_case.json": line(doc(run__signals__0__value="Accept")),
     "window_days_string.json": line(doc(run__acceptance_rule__window_days="14")),
     "score_better_up.json": line(
         doc(run__acceptance_rule__score={"name": "runtime_s", "target": 10, "better": "up"})
