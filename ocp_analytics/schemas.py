@@ -3,8 +3,8 @@
 Two kinds of declaration live here and nowhere else:
 
 * ``DOCUMENT_DTYPE``: the polars dtype a run document is decoded into. Only
-  the fields ocp-analytics reads are declared; readers ignore the rest (OCP
-  §1). Integers are declared ``Float64`` so that ``14.5`` is seen (and
+  the fields ocp-analytics reads are declared; readers ignore the rest (as
+  OCP asks). Integers are declared ``Float64`` so that ``14.5`` is seen (and
   reported) rather than silently truncated; timestamps are ``String`` and
   parsed afterwards (docs/figures.md "Times").
 * One pyarrow schema per table of the dataset. Every table is cast to its

@@ -29,8 +29,10 @@ from ocp_analytics.schemas import OUTCOME_TIERS
 FAIL, UNKNOWN, PASS = 0, 1, 2
 TIER_RANK = {t: i for i, t in enumerate(OUTCOME_TIERS)}
 ASSERTED = TIER_RANK["asserted"]  # the weakest tier's rank
-_LATEST_KEYS = ["observed_at", "sig_idx"]  # unknown time sorts first (§4)
-# The deciding attempt of a part: its id, position, n and round (§8).
+# unknown time sorts first (docs/figures.md, "Which signal counts")
+_LATEST_KEYS = ["observed_at", "sig_idx"]
+# The deciding attempt of a part: its id, position, n and round
+# (docs/figures.md, "The attempt at acceptance").
 ATTEMPT_FIELDS = {"at_attempt": "aid", "pos": "apos", "n": "an", "round": "ar"}
 
 
@@ -115,7 +117,10 @@ def known_at(signals: pl.LazyFrame, as_of: datetime) -> pl.LazyFrame:
 
 
 def _latest(signals: pl.LazyFrame, kind: pl.Expr, names: Sequence[str] | None) -> pl.LazyFrame:
-    """(doc_id, name) → the latest signal's value columns, tier rank and attempt link (§4)."""
+    """(doc_id, name) → the latest signal's value columns, tier rank and attempt link.
+
+    "Which signal counts" in docs/figures.md.
+    """
     s = signals.filter(kind)
     if names is not None:
         s = s.filter(pl.col("name").is_in(list(names)))
@@ -144,7 +149,7 @@ def _latest(signals: pl.LazyFrame, kind: pl.Expr, names: Sequence[str] | None) -
 def latest_verdicts(signals: pl.LazyFrame, names: Sequence[str] | None = None) -> pl.LazyFrame:
     """(doc_id, name) → ``state``, ``rank``, ``at_attempt`` and link of the latest verdict.
 
-    Whatever its value, the latest verdict of a name counts (§4).
+    Whatever its value, the latest verdict of a name counts (docs/figures.md "Which signal counts").
     """
     latest = _latest(signals, pl.col("kind") == "verdict", names)
     state = verdict_state(pl.col("value_text")).alias("state")
@@ -154,7 +159,8 @@ def latest_verdicts(signals: pl.LazyFrame, names: Sequence[str] | None = None) -
 def latest_scores(signals: pl.LazyFrame, names: Sequence[str] | None = None) -> pl.LazyFrame:
     """(doc_id, name) → ``value``, ``rank``, ``at_attempt`` and link of the latest numeric score.
 
-    Only JSON numbers count, so a later null score does not hide a measured one (§4).
+    Only JSON numbers count, so a later null score does not hide a measured one
+    (docs/figures.md, "Which signal counts").
     """
     kind = (pl.col("kind") == "score") & pl.col("value_num").is_not_null()
     latest = _latest(signals, kind, names)
@@ -179,7 +185,9 @@ def unlinked(*latest: pl.DataFrame | None) -> pl.DataFrame | None:
 
 
 def placed(latest: pl.DataFrame, positions: pl.DataFrame | None = None) -> pl.DataFrame:
-    """Latest signals with their attempt's ``apos``, ``aid``, ``an``, ``ar`` (§8).
+    """Latest signals with their attempt's ``apos``, ``aid``, ``an``, ``ar``.
+
+    "The attempt at acceptance" in docs/figures.md.
 
     ``aid`` is null unless ``at_attempt`` names an attempt of the run. Rows
     whose link is null (parts written before it was stored) are linked

@@ -1,4 +1,4 @@
-"""Late events that arrive apart from their run (SEMANTICS §11): ingest and list.
+"""Late events that arrive apart from their run (docs/late-events.md): ingest and list.
 
 An event record is an OCP signal of kind ``event`` plus the commit it
 concerns (the format is in ``docs/late-events.md``)::
@@ -402,7 +402,9 @@ def ingest_events(
 
 
 def run_commits(artifacts: pl.LazyFrame) -> pl.LazyFrame:
-    """``doc_id, run_id, commit`` of every run's ``commit`` / ``merge`` artifacts (§11).
+    """``doc_id, run_id, commit`` of every run's ``commit`` / ``merge`` artifacts.
+
+    docs/late-events.md, "How an event finds its runs".
 
     The commit is the artifact's ``path``, else its id; the same rule as
     :func:`ocp_analytics.engine.features.matched_events`.

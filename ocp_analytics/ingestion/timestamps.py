@@ -1,4 +1,4 @@
-"""RFC 3339 text to instants, as SEMANTICS §2 reads it (every timestamp of a document).
+"""RFC 3339 text to instants, as docs/figures.md "Times" reads it (every timestamp of a document).
 
 Each timestamp is stored twice: its text as written (``*_raw``) and the
 instant parsed here (``Datetime(us, UTC)``, null when unreadable); the
@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 import polars as pl
 
-# Seconds 00-59: a leap second (":60") is no instant Python or SEMANTICS §2 reads.
+# Seconds 00-59: a leap second (":60") is no instant Python reads (docs/figures.md "Times").
 TS_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:[0-5]\d(\.\d+)?(Z|[+-]\d{2}:\d{2})?$"
 
 _FIRST_INSTANT = datetime(1, 1, 1, tzinfo=UTC)
@@ -51,7 +51,7 @@ def _in_range(value: pl.Expr) -> pl.Expr:
 
 
 def parse_timestamp(col: pl.Expr) -> pl.Expr:
-    """Parse RFC 3339 text to ``Datetime(us, UTC)`` as SEMANTICS §2 says.
+    """Parse RFC 3339 text to ``Datetime(us, UTC)`` as docs/figures.md "Times" says.
 
     ``Z`` and ``±HH:MM`` offsets; no offset reads as UTC; fractions of any
     length truncated to microseconds; anything else is null: impossible

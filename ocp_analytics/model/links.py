@@ -13,7 +13,8 @@ import polars as pl
 
 # The attempt a signal names (``at_attempt``), stored in the signals table at
 # ingest because it depends only on the document: the attempt's place (0 when
-# ``at_attempt`` names no attempt of the run), its ``n`` and its round (§8).
+# ``at_attempt`` names no attempt of the run), its ``n`` and its round
+# (docs/figures.md, "The attempt at acceptance").
 # Null in parts written before the link was stored; engine.features.placed computes
 # those from the attempts.
 LINK_FIELDS = {"pos": "attempt_pos", "n": "attempt_n", "round": "attempt_round"}
@@ -68,7 +69,9 @@ def attempt_positions(attempts: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def link_attempts(signals: pl.LazyFrame, positions: pl.LazyFrame) -> pl.LazyFrame:
-    """``signals`` with the link columns of the attempt each names (§8).
+    """``signals`` with the link columns of the attempt each names.
+
+    "The attempt at acceptance" in docs/figures.md.
 
     ``positions`` is :func:`attempt_positions` of the same runs' attempts.
 

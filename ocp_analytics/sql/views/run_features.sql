@@ -8,9 +8,9 @@
 --   never against the signals again. The verdicts and scores of a run are
 --   gathered from latest_signals (one row per run and name, signals known
 --   at as_of only) into two maps. events holds the event signals not
---   observed after as_of (§4: as_of is the instant of knowledge; those take
+--   observed after as_of (docs/figures.md "as_of": as_of is the instant of knowledge; those take
 --   no part for any rule), the run's own and the late events matched to it
---   (matched_events, §11), sorted by sig_idx; which of them a rule counts
+--   (matched_events, docs/late-events.md), sorted by sig_idx; which of them a rule counts
 --   depends on its excludes_events and window (rule_parts).
 -- Parameters: getvariable('ocp_as_of') through ocp_as_of().
 --   Reads runs, latest_signals, signals, matched_events.
