@@ -327,9 +327,7 @@ def test_fuzz_mutated_documents_never_abort_and_always_land(
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(["gzip", "zstd"]), st.floats(0.02, 0.98))
-def test_fuzz_compressed_stream_cut_at_any_byte_keeps_every_whole_line(
-    fmt: str, at: float
-) -> None:
+def test_fuzz_compressed_stream_cut_at_any_byte_keeps_every_whole_line(fmt: str, at: float) -> None:
     import gzip
     import zlib
 
