@@ -363,7 +363,8 @@ def test_run_id_encoded_once_a_slice_and_the_file_as_one_writer_writes(
     # order) and the first alternative rule's, then written again for the others
     assert n_slices <= sum("run_id" in names for names in encoded) <= 2 * n_slices
     meta = pq.read_metadata(out).metadata
-    keys = [b"ARROW:schema", b"ocp_analytics.as_of"]  # in the order write_acceptance gives them
+    # in the order write_acceptance gives them
+    keys = [b"ARROW:schema", b"ocp_analytics.as_of", b"ocp_analytics.snapshot"]
     one = tmp_path / "one.parquet"
     with pq.ParquetWriter(
         one,
