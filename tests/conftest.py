@@ -108,6 +108,34 @@ __all__ = ["AS_OF", "EXAMPLES", "examples", "frames_equal", "json"]
 
 
 @pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
+    """Four commits (runs, a late revert, a new version of a run, more events), and a copy
+    of the dataset as each commit left it: what snapshots and commit logs are tested on."""
+    import shutil
+
+    solo = EXAMPLES / "v0.3" / "solo.ocp.json"
+    tmp = tmp_path_factory.mktemp("history")
+    ds, copies = tmp / "ds", []
+    events = (DATA / "events" / "example-events.ndjson").read_bytes().splitlines(keepends=True)
+    (tmp / "events-1.ndjson").write_bytes(b"".join(events[:2]))  # the revert of late-revert
+    (tmp / "events-2.ndjson").write_bytes(b"".join(events[2:]))
+    newer = orjson.loads(solo.read_bytes())
+    newer["run"].update(title="solo, again", ended_at="2026-09-23T11:00:00-07:00")
+    (tmp / "solo-again.json").write_bytes(orjson.dumps(newer))
+    steps = [
+        lambda: oa.ingest([EXAMPLES / "late-revert.ocp.json", solo.parent], ds),
+        lambda: oa.ingest_events(tmp / "events-1.ndjson", ds),
+        lambda: oa.ingest(tmp / "solo-again.json", ds),
+        lambda: oa.ingest_events(tmp / "events-2.ndjson", ds),
+    ]
+    for i, step in enumerate(steps, 1):
+        step()
+        copies.append(tmp / f"as-of-{i}")
+        shutil.copytree(ds, copies[-1])
+    return ds, copies
+
+
+@pytest.fixture(scope="module")
 def _spark_backend() -> Iterable[Any]:
     """A local Spark session for the ``backend`` fixture; skipped without pyspark or Java."""
     pytest.importorskip("pyspark")

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import hashlib
-import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import orjson
 import polars as pl
 import pytest
 
@@ -108,31 +106,6 @@ def _solo(tmp_path: Path) -> Path:
 
 DATA = SOLO.parents[2]
 AS_OF = "2027-01-01T00:00:00Z"
-
-
-@pytest.fixture(scope="module")
-def history(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
-    """Four commits (runs, a late revert, a new version of a run, another event), and a copy
-    of the dataset as each of the first three left it."""
-    tmp = tmp_path_factory.mktemp("history")
-    ds, copies = tmp / "ds", []
-    events = (DATA / "events" / "example-events.ndjson").read_bytes().splitlines(keepends=True)
-    (tmp / "events-1.ndjson").write_bytes(b"".join(events[:2]))  # the revert of late-revert
-    (tmp / "events-2.ndjson").write_bytes(b"".join(events[2:]))
-    newer = orjson.loads(SOLO.read_bytes())
-    newer["run"].update(title="solo, again", ended_at="2026-09-23T11:00:00-07:00")
-    (tmp / "solo-again.json").write_bytes(orjson.dumps(newer))
-    steps = [
-        lambda: oa.ingest([DATA / "examples" / "late-revert.ocp.json", SOLO.parent], ds),
-        lambda: oa.ingest_events(tmp / "events-1.ndjson", ds),
-        lambda: oa.ingest(tmp / "solo-again.json", ds),
-        lambda: oa.ingest_events(tmp / "events-2.ndjson", ds),
-    ]
-    for i, step in enumerate(steps, 1):
-        step()
-        copies.append(tmp / f"as-of-{i}")
-        shutil.copytree(ds, copies[-1])
-    return ds, copies
 
 
 def _frames(ds: D.Dataset) -> dict[str, pl.DataFrame]:

@@ -9,7 +9,6 @@ copy of the dataset taken right after commit K (its newest commit): both must ag
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -29,31 +28,6 @@ SOLO = DATA / "examples" / "v0.3" / "solo.ocp.json"
 AS_OF = "2027-01-01T00:00:00Z"
 RULES = ["tests", "tests+review"]
 runner = CliRunner()
-
-
-@pytest.fixture(scope="module")
-def history(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
-    """Four commits (runs, a late revert, a new version of a run, more events), and a copy
-    of the dataset as each commit left it."""
-    tmp = tmp_path_factory.mktemp("snapshots")
-    ds, copies = tmp / "ds", []
-    events = (DATA / "events" / "example-events.ndjson").read_bytes().splitlines(keepends=True)
-    (tmp / "events-1.ndjson").write_bytes(b"".join(events[:2]))  # the revert of late-revert
-    (tmp / "events-2.ndjson").write_bytes(b"".join(events[2:]))
-    newer = orjson.loads(SOLO.read_bytes())
-    newer["run"].update(title="solo, again", ended_at="2026-09-23T11:00:00-07:00")
-    (tmp / "solo-again.json").write_bytes(orjson.dumps(newer))
-    steps = [
-        lambda: oa.ingest([DATA / "examples" / "late-revert.ocp.json", SOLO.parent], ds),
-        lambda: oa.ingest_events(tmp / "events-1.ndjson", ds),
-        lambda: oa.ingest(tmp / "solo-again.json", ds),
-        lambda: oa.ingest_events(tmp / "events-2.ndjson", ds),
-    ]
-    for i, step in enumerate(steps, 1):
-        step()
-        copies.append(tmp / f"as-of-{i}")
-        shutil.copytree(ds, copies[-1])
-    return ds, copies
 
 
 def ok(*args: str | Path) -> Result:
