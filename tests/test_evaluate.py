@@ -335,7 +335,7 @@ def test_run_id_encoded_once_a_slice_and_the_file_as_one_writer_writes(
     the joined file is the one a single ParquetWriter writes from the same frames."""
     import pyarrow as pa
 
-    from ocp_analytics import api
+    from ocp_analytics.api import evaluation as api
     from ocp_analytics.store import parquet_writer
     from ocp_analytics.store.parquet_writer import ThreadedParquetWriter
 
