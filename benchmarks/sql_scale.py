@@ -39,7 +39,6 @@ def _side(name: str, ds: Path, rules: Path, label: str, out: Path) -> int:
 
     if name == "engine":
         frame = oa.rates(ds, [rules], by=f"label.{label}", as_of=AS_OF)
-        frame = frame.rename({f"label.{label}": "label_value"})
     else:
         from ocp_analytics.sql import connect, sql_files
 
@@ -47,7 +46,6 @@ def _side(name: str, ds: Path, rules: Path, label: str, out: Path) -> int:
         con.execute("SET VARIABLE ocp_label = ?", [label])
         query = (sql_files() / "queries" / "rates_by_label.sql").read_text()
         frame = pl.from_arrow(con.sql(query).to_arrow_table())  # type: ignore[assignment]
-        frame = frame.drop("label_key")
     frame.write_parquet(out)
     return frame.height
 
@@ -68,7 +66,7 @@ def _child(name: str, ds: Path, rules: Path, label: str, work: Path) -> dict[str
 
 def same_rows(a: pl.DataFrame, b: pl.DataFrame) -> list[str]:
     """Differences between two rates frames (empty when the same), floats within 1e-9."""
-    keys = ["rule", "label_value"]
+    keys = ["rule", next(c for c in a.columns if c.startswith("label."))]
     if sorted(a.columns) != sorted(b.columns):
         return [f"columns differ: {sorted(set(a.columns) ^ set(b.columns))}"]
     a, b = a.sort(keys, nulls_last=True), b.select(a.columns).sort(keys, nulls_last=True)

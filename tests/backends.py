@@ -100,7 +100,7 @@ class SqlBackend:
             as_of=as_of,
             variables={"ocp_label": by_label},
         )
-        return _sorted(out.drop("label_key").rename({"label_value": "group"}))
+        return _sorted(out.rename({f"label.{by_label}": "group"}))
 
 
 class SparkBackend:

@@ -165,6 +165,8 @@ def _header_columns(name: str, variables: dict[str, Any]) -> list[tuple[str, str
         elif entry.startswith("the ocp_by columns"):
             runs = [c for c, _ in _header_columns("views/runs.sql", variables)]
             columns += [(c, None) for c in runs if c in variables["ocp_by"]]
+        elif entry.startswith('"label.KEY" VARCHAR'):
+            columns.append((f"label.{variables['ocp_label']}", "VARCHAR"))
         else:
             columns += _typed_names(entry)
     return columns

@@ -81,6 +81,8 @@ SETUP_FILES = (
     "views/rule_parts.sql",
     "views/acceptance.sql",
     "views/rates.sql",
+    "macros/ocp_label_column.sql",
+    "macros/ocp_rates_by_label.sql",
 )
 
 SETUP_HEADER = """\
