@@ -11,6 +11,7 @@ import importlib
 import json
 import math
 import re
+from datetime import datetime, timedelta
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -23,9 +24,10 @@ from typer.testing import CliRunner
 import ocp_analytics as oa
 from benchmarks.generate import write_ndjson, write_rules
 from ocp_analytics.engine.flips import format_difference, format_p
+from ocp_analytics.engine.stats.changes import MIN_DECIDED
 from ocp_analytics.exceptions import MissingExtraError
 from ocp_analytics.reporting.figures import FIGURES, TOP_FLIPS
-from ocp_analytics.reporting.numbers import rate_text
+from ocp_analytics.reporting.numbers import change_text, rate_text
 from ocp_analytics.reporting.page import ReportFiles
 
 pytest.importorskip("altair")
@@ -55,6 +57,38 @@ def _same_rows(got: list[dict[str, Any]], frame: pl.DataFrame, cols: list[str]) 
             if isinstance(got_value, str) and isinstance(value, str) and "T" in value:
                 got_value = got_value.replace("Z", "+00:00")
             assert _close(got_value, value), f"{c}: page data {g[c]!r}, oa.rates {w[c]!r}"
+
+
+def newcombe_reference(
+    x_new: int, n_new: int, x_base: int, n_base: int
+) -> tuple[float | None, float | None, float | None, str]:
+    """Change, bounds and call from statsmodels' Newcombe interval and the documented floor."""
+    from statsmodels.stats.proportion import confint_proportions_2indep
+
+    if n_new == 0 or n_base == 0:
+        return None, None, None, "not enough data"
+    low, high = confint_proportions_2indep(
+        x_new, n_new, x_base, n_base, method="newcomb", compare="diff"
+    )
+    call = "within noise"
+    if min(n_new, n_base) < MIN_DECIDED:
+        call = "not enough data"
+    elif low > 0:
+        call = "improved"
+    elif high < 0:
+        call = "regressed"
+    return x_new / n_new - x_base / n_base, float(low), float(high), call
+
+
+def same_change(row: dict[str, Any], x_base: int, n_base: int) -> None:
+    """A data row's change, bounds and call are statsmodels' against the base counts."""
+    want = newcombe_reference(row["accepted"], row["accepted"] + row["rejected"], x_base, n_base)
+    got = (row["change"], row["change_low"], row["change_high"], row["call"])
+    for g, w in zip(got, want, strict=True):
+        assert g == w if w is None or isinstance(w, str) else math.isclose(g, w, abs_tol=1e-12), (
+            row,
+            want,
+        )
 
 
 def fleet_report(
@@ -94,6 +128,11 @@ def test_headline_equals_rates(fleet: tuple[Path, Path, Path]) -> None:
     prev_df = prev.sort("rule")
     assert [r["prev_runs"] for r in got] == prev_df["runs"].to_list()
     assert [r["prev_accept_rate"] for r in got] == prev_df["accept_rate"].to_list()
+    assert [r["prev_accepted"] for r in got] == prev_df["accepted"].to_list()
+    assert [r["prev_rejected"] for r in got] == prev_df["rejected"].to_list()
+    assert "significant" not in got[0] and "direction" not in got[0]  # replaced by the call
+    for r, p in zip(got, prev_df.iter_rows(named=True), strict=True):
+        same_change(r, p["accepted"], p["accepted"] + p["rejected"])
 
 
 def test_headline_rates_are_shown_in_the_page(fleet: tuple[Path, Path, Path]) -> None:
@@ -104,6 +143,9 @@ def test_headline_rates_are_shown_in_the_page(fleet: tuple[Path, Path, Path]) ->
         shown = rate_text(r["accept_rate"], r["ci_low"], r["ci_high"], decided)
         assert f"<td>{shown}</td>" in html, shown
         assert f"<td>{r['runs']:,}</td>" in html
+        change = change_text(r["change"], r["change_low"], r["change_high"], r["call"])
+        css = {"improved": "improved", "regressed": "regressed", "within noise": "noise"}
+        assert f'<td class="{css.get(r["call"], "nodata")}">{change}</td>' in html, change
 
 
 def test_largest_flips_are_shown_with_their_paired_test(fleet: tuple[Path, Path, Path]) -> None:
@@ -111,12 +153,25 @@ def test_largest_flips_are_shown_with_their_paired_test(fleet: tuple[Path, Path,
     html = (data.parent / "out" / "report.html").read_text()
     table = html[html.index('<table id="flips-table">') :]
     table = table[: table.index("</table>")]
-    assert "<th>difference [95 %]</th>" in table and "<th>p (Holm)</th>" in table
+    heads = ["decided under both", "difference [95 %]", "p (McNemar)", "p (Holm)"]
+    assert "".join(f"<th>{h}</th>" for h in heads) in table
     rows = [r for r in _data(data, "flips")["rows"] if r["flips"] > 0][:TOP_FLIPS]
     assert rows and table.count("<tr>") == len(rows) + 1
+    real = 0
     for r in rows:
         diff = format_difference(r["difference"], r["difference_low"], r["difference_high"])
-        assert f"<td>{diff}</td><td>{escape(format_p(r['p_holm']))}</td>" in table, r
+        mcnemar = escape(format_p(r["p_value"], r["p_method"]))
+        holm = escape(format_p(r["p_holm"]))
+        if r["p_holm"] is not None and r["p_holm"] < 0.05:
+            real += 1
+            cells = f'<td class="real">{diff}</td><td class="num">{mcnemar}</td>'
+            cells += f'<td class="real">{holm} real difference</td>'
+        else:
+            cells = f'<td class="num">{diff}</td><td class="num">{mcnemar}</td><td>{holm}</td>'
+        assert f"<td>{r['n']:,}</td>{cells}" in table, r
+    assert 0 < real < len(rows)  # the fleet has pairs on both sides of the line
+    assert table.count("real difference") == real
+    assert 'id="paired-test">Paired test: over the runs decided under both rules' in html
 
 
 def test_trend_and_matrix_equal_rates(fleet: tuple[Path, Path, Path]) -> None:
@@ -131,12 +186,31 @@ def test_trend_and_matrix_equal_rates(fleet: tuple[Path, Path, Path]) -> None:
     )
     _same_rows(got, want, ["period", "label.team", *RATE_COLS])
     by_team = oa.rates(ds, [rules], by="label.team", as_of=AS_OF, since="60d")
-    cells = {(r["group"], r["rule"]): r for r in _data(data, "rates_by_group")["rows"]}
+    cells = {(r["label.team"], r["rule"]): r for r in _data(data, "rates_by_group")["rows"]}
     assert len(cells) == by_team.height
     for r in by_team.iter_rows(named=True):
-        cell = cells[(r["label.team"] or "(none)", r["rule"])]
+        cell = cells[(r["label.team"], r["rule"])]
         for c in ("accept_rate", "ci_low", "ci_high"):
             assert _close(cell[c], r[c]), (r, c)
+
+
+def test_each_period_is_compared_with_the_period_before(fleet: tuple[Path, Path, Path]) -> None:
+    """Per team and rule, each day against the day before (none before the window's first)."""
+    _, _, data = fleet
+    rows = _data(data, "rates_by_period")["rows"]
+    by_key = {(datetime.fromisoformat(r["period"]), r["label.team"], r["rule"]): r for r in rows}
+    compared = 0
+    for r in rows:
+        day = datetime.fromisoformat(r["period"]) - timedelta(days=1)
+        base = by_key.get((day, r["label.team"], r["rule"]))
+        if base is None:
+            assert (r["prev_accepted"], r["prev_rejected"]) == (None, None)
+            assert (r["change"], r["call"]) == (None, "not enough data")
+            continue
+        assert (r["prev_accepted"], r["prev_rejected"]) == (base["accepted"], base["rejected"])
+        same_change(r, base["accepted"], base["accepted"] + base["rejected"])
+        compared += r["change"] is not None
+    assert compared > 100  # most cells have a day before with decided runs
 
 
 def test_attempts_and_flips_equal_the_api(fleet: tuple[Path, Path, Path]) -> None:
@@ -259,7 +333,7 @@ def test_group_with_no_decided_run_and_a_rule_no_run_can_decide(
         out=tmp_path / "r.html",
     )
     cells = {
-        (r["group"], r["rule"]): r["accept_rate"]
+        (r["label.team"], r["rule"]): r["accept_rate"]
         for r in _data(files.data_dir, "rates_by_group")["rows"]
     }
     assert cells == {
@@ -281,11 +355,12 @@ def test_no_window_means_all_runs_and_no_previous_window(small: Path, tmp_path: 
     head = pl.read_parquet(files.data["headline"])
     assert head.select("rule", "runs", "accepted", "prev_runs").rows() == [("recorded", 3, 1, 0)]
     assert head["change"].to_list() == [None]
+    assert head["call"].to_list() == ["not enough data"]
     assert "none: the window has no start" in files.html.read_text()
 
 
-def test_a_fall_whose_intervals_part_is_flagged(tmp_path: Path) -> None:
-    """Ten runs accepted in the previous week, ten rejected in this one."""
+def test_a_fall_on_ten_runs_a_side_is_not_enough_data(tmp_path: Path) -> None:
+    """Ten runs accepted in the previous week, ten rejected in this one: under the floor."""
     docs = [_doc(f"p{i}", "a", "pass", f"2026-11-2{i // 5}T10:00:00Z") for i in range(10)]
     docs += [_doc(f"c{i}", "a", "fail", f"2026-11-2{5 + i // 5}T10:00:00Z") for i in range(10)]
     (tmp_path / "d.ndjson").write_bytes(b"\n".join(orjson.dumps(d) for d in docs) + b"\n")
@@ -304,9 +379,10 @@ def test_a_fall_whose_intervals_part_is_flagged(tmp_path: Path) -> None:
         10,
         1.0,
     )
-    assert (row["change"], row["significant"], row["direction"]) == (-1.0, True, "down")
+    assert (row["change"], row["call"]) == (-1.0, "not enough data")
+    same_change(row, 10, 10)
     html = files.html.read_text()
-    assert '<tr class="down">' in html and "-100.0 pts ▼" in html
+    assert '<td class="nodata">-100.0 pts [' in html and "] not enough data</td>" in html
 
 
 def test_missing_extra_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -398,7 +474,7 @@ def test_heatmap_counts_and_greys_undecided_cells(examples_ds: Path, tmp_path: P
         examples_ds, "tests+review", by="task_type", as_of="2027-01-01", out=tmp_path / "r.html"
     )
     rows = _data(files.data_dir, "rates_by_group")["rows"]
-    cell = next(r for r in rows if (r["group"], r["rule"]) == ("feature", "recorded"))
+    cell = next(r for r in rows if (r["task_type"], r["rule"]) == ("feature", "recorded"))
     assert (cell["runs"], cell["decided"], cell["accepted"], cell["decided_share"]) == (
         15,
         15,

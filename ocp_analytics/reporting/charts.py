@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 import polars as pl
 
+from ocp_analytics.engine.stats.changes import IMPROVED, REGRESSED
 from ocp_analytics.reporting.figures import TIERS, group_label, top_flips
 
 MAX_GROUPS = 12  # groups drawn in the trend chart (all are in the data)
@@ -89,7 +90,11 @@ def _headline_chart(head: pl.DataFrame) -> Any:
 
 
 def _trend_chart(trend: pl.DataFrame, by: Sequence[str], names: Sequence[str]) -> Any:
-    """Accept rate per period with its interval band: a panel per group, a line per rule."""
+    """Accept rate per period with its interval band: a panel per group, a line per rule.
+
+    A triangle marks a period called improved (up) or regressed (down)
+    against the period before (the ``call`` of ``rates_by_period``).
+    """
     import altair as alt
 
     if trend.is_empty() or "period" not in trend.columns:
@@ -104,7 +109,9 @@ def _trend_chart(trend: pl.DataFrame, by: Sequence[str], names: Sequence[str]) -
         .sort(["runs", "group"], descending=[True, False])
     )
     data = data.filter(pl.col("group").is_in(top.head(MAX_GROUPS)["group"].implode()))
-    data = data.select("period", "group", "rule", "accept_rate", "ci_low", "ci_high", "runs")
+    data = data.select(
+        "period", "group", "rule", "accept_rate", "ci_low", "ci_high", "runs", "call"
+    )
     columns = min(4, data["group"].n_unique())
     x = alt.X(
         "period:T",
@@ -123,7 +130,21 @@ def _trend_chart(trend: pl.DataFrame, by: Sequence[str], names: Sequence[str]) -
     )
     width = (WIDTH + 40) // columns - 40
     # the line layer first: its legend (full colour) is the one drawn, not the bands'
-    layer = alt.layer(line, band, data=data).properties(width=width, height=130)
+    layers = [line, band]
+    called = [IMPROVED, REGRESSED]
+    if data["call"].is_in(called).any():
+        shape = alt.Shape(
+            "call:N",
+            title="against the previous period",
+            scale=alt.Scale(domain=called, range=["triangle-up", "triangle-down"]),
+        )
+        marks = base.mark_point(filled=True, size=70, opacity=1, strokeWidth=0.6, stroke="white")
+        layers.append(
+            marks.encode(
+                y=alt.Y("accept_rate:Q"), shape=shape, color=_rule_color(names).legend(None)
+            ).transform_filter(alt.FieldOneOfPredicate(field="call", oneOf=called))
+        )
+    layer = alt.layer(*layers, data=data).properties(width=width, height=130)
     title = " / ".join(by) or None
     return layer.facet(
         facet=alt.Facet("group:N", title=title, header=alt.Header(labelFontWeight="bold")),
@@ -136,7 +157,7 @@ def _trend_chart(trend: pl.DataFrame, by: Sequence[str], names: Sequence[str]) -
 DECIDED_FLOOR = 0.2
 
 
-def _heatmap_chart(long: pl.DataFrame, names: Sequence[str]) -> Any:
+def _heatmap_chart(long: pl.DataFrame, by: Sequence[str], names: Sequence[str]) -> Any:
     """The compare matrix: accept rate per group (rows) and rule (columns), "of n decided" below.
 
     A cell whose decided share is under :data:`DECIDED_FLOOR` is grey with
@@ -150,6 +171,7 @@ def _heatmap_chart(long: pl.DataFrame, names: Sequence[str]) -> Any:
         pl.col("decided_share").fill_null(0.0) >= DECIDED_FLOOR
     )
     data = long.with_columns(
+        group_label(by),
         pl.when(shown)
         .then((pl.col("accept_rate") * 100).round(0).cast(pl.Int64).cast(pl.String) + " %")
         .otherwise(pl.lit("–"))
@@ -333,7 +355,7 @@ def svg_charts(figs: dict[str, pl.DataFrame], by: Sequence[str]) -> dict[str, st
     charts = {
         "headline": _headline_chart(figs["headline"]),
         "rates_by_period": _trend_chart(figs["rates_by_period"], by, names),
-        "rates_by_group": _heatmap_chart(figs["rates_by_group"], names),
+        "rates_by_group": _heatmap_chart(figs["rates_by_group"], by, names),
         "flips": _flips_chart(figs["flips"]),
         "attempts_distribution": _attempts_chart(figs["attempts_distribution"], names),
         "tier_mix": _tier_chart(figs["tier_mix"], names),

@@ -17,6 +17,8 @@ import polars as pl
 
 from ocp_analytics.engine.evaluate import Sink
 from ocp_analytics.engine.rates import compare_matrix
+from ocp_analytics.engine.stats.changes import change_call, newcombe_difference
+from ocp_analytics.engine.timeaxis import PERIODS, check_period
 from ocp_analytics.reporting.context import Context
 from ocp_analytics.schemas import OUTCOME_TIERS as TIERS
 from ocp_analytics.store.dataset import Dataset
@@ -25,17 +27,26 @@ TOP_FLIPS = 10  # flips drawn and listed on the page (all are in the data)
 SAMPLES = 5  # sample rows per code in the data-quality tables
 NO_GROUP = "(none)"
 
+_GROUPS = "a column per group key, named as --by spells it (label.team, agent)"
+_CHANGE = (
+    "change (new minus base rate) with change_low, change_high (Newcombe's 95 % interval) "
+    "and call (improved, regressed, within noise, not enough data: under 30 decided a side)"
+)
+
 FIGURES = {
     "headline": "per rule: runs, accept rate with 95 % Wilson interval, decided share, "
-    "provisional runs, the previous window's rate, the change and whether the intervals part",
-    "rates_by_period": "oa.rates(by=..., period=...): accept rate per period, group and rule",
-    "compare_matrix": "oa.compare matrix: a row per group; <rule>, <rule>__low, <rule>__high, "
-    "<rule>__runs, <rule>__decided, <rule>__accepted",
-    "rates_by_group": "the compare matrix as rows: group, rule, accept_rate, ci_low, ci_high, "
-    "runs, decided, accepted, decided_share",
-    "flips": "per ordered rule pair: runs accepted under rule_a, not rule_b (flip_share of the "
-    "runs compared), sample run ids; paired table a, b, c, d over the n runs decided under "
-    "both, difference of accept rates with Newcombe's interval, McNemar p_value, Holm p_holm",
+    "provisional runs, the previous window's runs, accepted, rejected and rate, and its " + _CHANGE,
+    "rates_by_period": f"oa.rates(by=..., period=...): accept rate per period, {_GROUPS}, and "
+    "rule; against the previous period of the same group and rule (prev_accepted, "
+    f"prev_rejected; null when it has no row): {_CHANGE}",
+    "compare_matrix": f"oa.compare matrix: a row per group ({_GROUPS}; _all without groups); "
+    "<rule>, <rule>__low, <rule>__high, <rule>__runs, <rule>__decided, <rule>__accepted",
+    "rates_by_group": f"the compare matrix as rows: {_GROUPS}, rule, accept_rate, ci_low, "
+    "ci_high, runs, decided, accepted, decided_share",
+    "flips": "per ordered rule pair over every run of the window: runs accepted under rule_a, "
+    "not rule_b (flip_share of the runs compared), sample run ids; paired table a, b, c, d "
+    "over the n runs decided under both, difference of accept rates (rule_a minus rule_b) "
+    "with Newcombe's paired interval, McNemar p_value (p_method), Holm-adjusted p_holm",
     "attempts_distribution": "accepted runs by the attempt at which they were accepted, per rule",
     "tier_mix": "decided runs per rule and evidence tier, and their share",
     "provisional": "accepted runs whose late-event window is still open, per period and rule",
@@ -48,7 +59,10 @@ FIGURES = {
 
 
 def group_label(by: Sequence[str]) -> pl.Expr:
-    """One text column naming the group (``all`` without grouping).
+    """One text column naming the group (``all`` without grouping), for the page only.
+
+    The data files carry a column per group key, as :func:`~ocp_analytics.rates`
+    does; the page joins them for its charts and tables.
 
     Examples
     --------
@@ -146,38 +160,76 @@ def _evaluate(ctx: Context) -> dict[str, pl.DataFrame]:
 # --- the figures from the pass ------------------------------------------------------
 
 
+def _change(
+    base_accepted: pl.Expr, base_decided: pl.Expr, accepted: pl.Expr, decided: pl.Expr
+) -> list[pl.Expr]:
+    """``change``, its 95 % interval and the ``call``: new counts against base counts.
+
+    Newcombe's hybrid score interval of the difference of two independent
+    accept rates, and its call (``engine.stats.changes``; docs/statistics.md).
+    """
+    d = newcombe_difference(base_accepted, base_decided, accepted, decided)
+    return [
+        d.estimate.alias("change"),
+        d.low.alias("change_low"),
+        d.high.alias("change_high"),
+        change_call(d.low, d.high, base_decided, decided).alias("call"),
+    ]
+
+
+def _decided(prefix: str = "") -> pl.Expr:
+    return (pl.col(f"{prefix}accepted") + pl.col(f"{prefix}rejected")).fill_null(0)
+
+
 def _headline(names: Sequence[str], cur: pl.DataFrame, prev: pl.DataFrame) -> pl.DataFrame:
-    """Per rule: this window, the previous one, the change and whether intervals part."""
+    """Per rule: this window, the previous one, and the change between them with its call."""
     base = pl.DataFrame({"rule": list(names)}, schema={"rule": pl.String})
     keep = ["rule", "runs", "accepted", "rejected", "unknown", "accept_rate", "ci_low", "ci_high"]
     keep += ["decided_share", "provisional", *(f"tier_{t}" for t in TIERS)]
     out = base.join(cur.select(keep), on="rule", how="left")
-    prev_cols = ["runs", "accept_rate", "ci_low", "ci_high"]
+    prev_cols = ["runs", "accepted", "rejected", "accept_rate", "ci_low", "ci_high"]
     prev = prev.select("rule", *prev_cols).rename({c: f"prev_{c}" for c in prev_cols})
     out = out.join(prev, on="rule", how="left")
-    counts = ["runs", "accepted", "rejected", "unknown", "provisional", "prev_runs"]
-    counts += [f"tier_{t}" for t in TIERS]
-    apart = (pl.col("ci_low") > pl.col("prev_ci_high")) | (
-        pl.col("ci_high") < pl.col("prev_ci_low")
-    )
-    change = pl.col("accept_rate") - pl.col("prev_accept_rate")
-    return out.with_columns(pl.col(counts).cast(pl.Int64).fill_null(0)).with_columns(
+    counts = ["runs", "accepted", "rejected", "unknown", "provisional"]
+    counts += ["prev_runs", "prev_accepted", "prev_rejected", *(f"tier_{t}" for t in TIERS)]
+    out = out.with_columns(pl.col(counts).cast(pl.Int64).fill_null(0))
+    return out.with_columns(
         _provisional_share(),
-        change.alias("change"),
-        apart.fill_null(False).alias("significant"),
-        pl.when(apart.fill_null(False))
-        .then(pl.when(change > 0).then(pl.lit("up")).otherwise(pl.lit("down")))
-        .alias("direction"),
+        *_change(pl.col("prev_accepted"), _decided("prev_"), pl.col("accepted"), _decided()),
+    )
+
+
+def _period_changes(trend: pl.DataFrame, by: Sequence[str], period: str) -> pl.DataFrame:
+    """Each period's rates with the change against the period before, per group and rule.
+
+    The base is the calendar period just before (not the last one with runs):
+    ``prev_accepted`` and ``prev_rejected`` are null when the group had no
+    run then or that period lies before the window, and the call is then
+    ``not enough data``.
+    """
+    if "period" not in trend.columns:
+        return trend
+    keys = [*by, "rule", "period"]
+    step = PERIODS[check_period(period) or "day"]
+    prev = trend.select(
+        *by,
+        "rule",
+        pl.col("period").dt.offset_by(step),
+        pl.col("accepted").alias("prev_accepted"),
+        pl.col("rejected").alias("prev_rejected"),
+    )
+    out = trend.join(prev, on=keys, how="left", nulls_equal=True, maintain_order="left")
+    return out.with_columns(
+        *_change(pl.col("prev_accepted"), _decided("prev_"), pl.col("accepted"), _decided())
     )
 
 
 def _matrix_long(matrix: pl.DataFrame, by: Sequence[str], names: Sequence[str]) -> pl.DataFrame:
-    """The compare matrix as rows ``group, rule, accept_rate, ci_low, ci_high``."""
-    keys = list(by) or ["_all"]
+    """The compare matrix as rows: the group columns ``by``, ``rule``, the rate and bounds."""
     present = [n for n in names if n in matrix.columns]
     parts = [
         matrix.select(
-            *keys,
+            *by,
             pl.lit(n).alias("rule"),
             pl.col(n).cast(pl.Float64).alias("accept_rate"),
             pl.col(f"{n}__low").cast(pl.Float64).alias("ci_low"),
@@ -185,25 +237,25 @@ def _matrix_long(matrix: pl.DataFrame, by: Sequence[str], names: Sequence[str]) 
         )
         for n in present
     ]
-    schema: dict[str, pl.DataType] = {"group": pl.String(), "rule": pl.String()}
+    schema: dict[str, pl.DataType] = {k: matrix.schema.get(k, pl.String()) for k in by}
+    schema |= {"rule": pl.String()}
     schema |= dict.fromkeys(("accept_rate", "ci_low", "ci_high"), pl.Float64())
     if not parts:
         return pl.DataFrame(schema=schema)
-    long = pl.concat(parts)
-    return long.select(group_label(by), pl.all().exclude(keys)).cast(schema)  # type: ignore[arg-type]
+    return pl.concat(parts).cast(schema)  # type: ignore[arg-type]
 
 
 def _with_counts(long: pl.DataFrame, by_group: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame:
     """The matrix rows with the counts each rate rests on (runs, decided, accepted, share)."""
     decided = (pl.col("accepted") + pl.col("rejected")).cast(pl.Int64)
     counts = by_group.select(
-        group_label(by),
+        *by,
         "rule",
         pl.col("runs").cast(pl.Int64),
         decided.alias("decided"),
         pl.col("accepted").cast(pl.Int64),
     )
-    out = long.join(counts, on=["group", "rule"], how="left", nulls_equal=True)
+    out = long.join(counts, on=[*by, "rule"], how="left", nulls_equal=True, maintain_order="left")
     share = pl.when(pl.col("runs") > 0).then(pl.col("decided") / pl.col("runs"))
     return out.with_columns(
         pl.col("runs", "decided", "accepted").fill_null(0), share.alias("decided_share")
@@ -274,7 +326,7 @@ def build_figures(ctx: Context) -> dict[str, pl.DataFrame]:
     ds = ctx.dataset if isinstance(ctx.dataset, Dataset) else scan_dataset(ctx.dataset)
     return {
         "headline": head,
-        "rates_by_period": ev["trend"],
+        "rates_by_period": _period_changes(ev["trend"], ctx.by, ctx.period),
         "compare_matrix": matrix,
         "rates_by_group": _with_counts(
             _matrix_long(matrix, ctx.by, ctx.names), ev["by_group"], ctx.by

@@ -13,6 +13,7 @@ from typing import Any, TypedDict
 
 import polars as pl
 
+from ocp_analytics.engine.stats.changes import CALLS, IMPROVED, MIN_DECIDED, REGRESSED
 from ocp_analytics.reporting.charts import (
     DECIDED_FLOOR,
     MAX_ATTEMPTS,
@@ -22,7 +23,12 @@ from ocp_analytics.reporting.charts import (
 )
 from ocp_analytics.reporting.context import Context
 from ocp_analytics.reporting.figures import TOP_FLIPS, group_label, top_flips
-from ocp_analytics.reporting.numbers import interval_text, pct, rate_text
+from ocp_analytics.reporting.numbers import change_text, interval_text, pct, rate_text
+
+MAX_CALLED = 15  # period changes called improved or regressed listed on the page (all in data)
+HOLM_ALPHA = 0.05  # a rule pair whose Holm-adjusted p is below it reads "real difference"
+# a call's class on the page: a subtle colour (templates/report.html.j2)
+_CALL_CLASS = dict(zip(CALLS, ("improved", "regressed", "noise", "nodata"), strict=True))
 
 
 def _pct(v: Any, digits: int = 1) -> str:
@@ -40,41 +46,33 @@ def _rate(row: dict[str, Any], prefix: str = "") -> str:
 
 
 def _change(row: dict[str, Any]) -> str:
-    if row["change"] is None:
-        return "–"
-    text = f"{100 * row['change']:+.1f} pts"
-    if row["significant"]:
-        text += " ▲" if row["direction"] == "up" else " ▼"
-    return text
+    return change_text(row["change"], row["change_low"], row["change_high"], row["call"])
+
+
+def _row(cells: list[str], classes: dict[int, str] | None = None) -> dict[str, Any]:
+    """A table row: its cells' text, and a class for some cells (by position)."""
+    marks = classes or {}
+    return {"cells": cells, "classes": [marks.get(i, "") for i in range(len(cells))]}
 
 
 def _headline_table(head: pl.DataFrame) -> dict[str, Any]:
-    columns = [
-        "rule",
-        "runs",
-        "accept rate [95 %]",
-        "decided",
-        "provisional",
-        "previous window",
-        "change",
-    ]
-    rows = []
-    for r in head.iter_rows(named=True):
-        flag = "up" if r["direction"] == "up" else "down" if r["direction"] == "down" else ""
-        rows.append(
-            {
-                "cells": [
-                    r["rule"],
-                    f"{r['runs']:,}",
-                    _rate(r),
-                    _pct(r["decided_share"]),
-                    f"{r['provisional']:,}",
-                    _rate(r, "prev_"),
-                    _change(r),
-                ],
-                "flag": flag,
-            }
+    columns = ["rule", "runs", "accept rate [95 %]", "decided", "provisional"]
+    columns += ["previous window", "change [95 %] and call"]
+    rows = [
+        _row(
+            [
+                r["rule"],
+                f"{r['runs']:,}",
+                _rate(r),
+                _pct(r["decided_share"]),
+                f"{r['provisional']:,}",
+                _rate(r, "prev_"),
+                _change(r),
+            ],
+            {6: _CALL_CLASS.get(r["call"], "")},
         )
+        for r in head.iter_rows(named=True)
+    ]
     return {"columns": columns, "rows": rows}
 
 
@@ -90,34 +88,71 @@ def _table(frame: pl.DataFrame, columns: Sequence[str]) -> dict[str, Any]:
             return str(v) if c == "source_line" else f"{v:,}"
         return str(v)
 
-    rows = [
-        {"cells": [cell(r[c], c) for c in columns], "flag": ""} for r in frame.iter_rows(named=True)
-    ]
+    rows = [_row([cell(r[c], c) for c in columns]) for r in frame.iter_rows(named=True)]
     return {"columns": list(columns), "rows": rows}
 
 
 def _flips_table(flips: pl.DataFrame) -> dict[str, Any]:
-    """The largest flips beside the paired test of their pair of rules."""
+    """The largest flips beside the paired test of their pair of rules.
+
+    A pair whose Holm-adjusted p is below :data:`HOLM_ALPHA` reads "real
+    difference", its difference and p marked.
+    """
     from ocp_analytics.engine.flips import format_difference, format_p
 
-    columns = ["rule_a", "rule_b", "runs compared", "flips", "difference [95 %]"]
-    columns += ["p (Holm)", "sample run ids"]
-    rows = [
-        {
-            "cells": [
-                r["rule_a"],
-                r["rule_b"],
-                f"{r['runs_compared']:,}",
-                f"{r['flips']:,}",
-                format_difference(r["difference"], r["difference_low"], r["difference_high"]),
-                format_p(r["p_holm"]),
-                ", ".join(r["sample_run_ids"]),
-            ],
-            "flag": "",
-        }
-        for r in flips.iter_rows(named=True)
-    ]
+    columns = ["rule_a", "rule_b", "runs compared", "flips", "decided under both"]
+    columns += ["difference [95 %]", "p (McNemar)", "p (Holm)", "sample run ids"]
+    rows = []
+    for r in flips.iter_rows(named=True):
+        real = r["p_holm"] is not None and r["p_holm"] < HOLM_ALPHA
+        holm = format_p(r["p_holm"]) + (" real difference" if real else "")
+        cells = [
+            r["rule_a"],
+            r["rule_b"],
+            f"{r['runs_compared']:,}",
+            f"{r['flips']:,}",
+            f"{r['n']:,}",
+            format_difference(r["difference"], r["difference_low"], r["difference_high"]),
+            format_p(r["p_value"], r["p_method"]),
+            holm,
+            ", ".join(r["sample_run_ids"]),
+        ]
+        rows.append(_row(cells, {5: "real", 6: "num", 7: "real"} if real else {5: "num", 6: "num"}))
     return {"columns": columns, "rows": rows}
+
+
+def _day(t: datetime) -> str:
+    return t.astimezone(UTC).strftime("%Y-%m-%d")
+
+
+def _period_changes(trend: pl.DataFrame, by: Sequence[str], period: str) -> dict[str, Any]:
+    """The calls against the previous period: how many of each, and the latest called ones.
+
+    Lists at most :data:`MAX_CALLED` cells called ``improved`` or
+    ``regressed``, newest period first; every cell is in the data.
+    """
+    if "call" not in trend.columns or trend.is_empty():
+        return {"summary": "", "table": {"columns": [], "rows": []}, "more": 0}
+    counts = dict(trend.group_by("call").len().iter_rows())
+    parts = [f"{counts.get(c, 0):,} {c}" for c in CALLS]
+    summary = (
+        f"Against the previous {period}, per group and rule: {', '.join(parts)} "
+        f"(fewer than {MIN_DECIDED} decided runs on a side)."
+    )
+    called = trend.filter(pl.col("call").is_in([IMPROVED, REGRESSED])).sort(
+        "period", descending=True, maintain_order=True
+    )
+    columns = ["period", *(["group"] if by else []), "rule", "accept rate [95 %]"]
+    columns += [f"previous {period}", "change [95 %] and call"]
+    rows = []
+    for r in called.head(MAX_CALLED).with_columns(group_label(by)).iter_rows(named=True):
+        base = (r["prev_accepted"] or 0) + (r["prev_rejected"] or 0)
+        prev = f"{pct(r['prev_accepted'] / base if base else None)} of {base:,} decided"
+        cells = [_day(r["period"]), *([r["group"]] if by else []), r["rule"]]
+        cells += [_rate(r), prev, _change(r)]
+        rows.append(_row(cells, {len(cells) - 1: _CALL_CLASS[r["call"]]}))
+    table = {"columns": columns, "rows": rows}
+    return {"summary": summary, "table": table, "more": max(0, called.height - MAX_CALLED)}
 
 
 def _cards(head: pl.DataFrame, previous: bool) -> list[dict[str, str]]:
@@ -125,7 +160,6 @@ def _cards(head: pl.DataFrame, previous: bool) -> list[dict[str, str]]:
     if head.is_empty():
         return []
     r = head.row(0, named=True)
-    change = _change(r)
     return [
         {
             "label": f"runs ({r['rule']})",
@@ -145,15 +179,26 @@ def _cards(head: pl.DataFrame, previous: bool) -> list[dict[str, str]]:
             "note": f"{r['accepted']:,} accepted, {r['rejected']:,} rejected, "
             f"{r['unknown']:,} unknown",
         },
-        {
-            "label": "change vs previous window",
-            "value": change,
-            "note": "intervals do not overlap"
-            if r["significant"]
-            else "intervals overlap (or no data)",
-            "flag": r["direction"] or "",
-        },
+        _change_card(r, previous),
     ]
+
+
+def _change_card(r: dict[str, Any], previous: bool) -> dict[str, str]:
+    """The headline's change card: the change in points, its interval and call below."""
+    value = "–" if r["change"] is None else f"{100 * r['change']:+.1f} pts"
+    if not previous:
+        note = "no previous window"
+    elif r["change"] is None:
+        note = r["call"]
+    else:
+        bounds = f"[{100 * r['change_low']:+.1f}, {100 * r['change_high']:+.1f}]"
+        note = f"95 % interval {bounds}: {r['call']}"
+    return {
+        "label": "change vs previous window",
+        "value": value,
+        "note": note,
+        "flag": _CALL_CLASS.get(r["call"], "") if previous else "",
+    }
 
 
 def _iso(t: datetime | None) -> str | None:
@@ -201,13 +246,14 @@ def _notes(figs: dict[str, pl.DataFrame], ctx: Context) -> dict[str, Any]:
     }
 
 
-def _tables(figs: dict[str, pl.DataFrame]) -> dict[str, Any]:
-    """The page's tables: the headline, the largest flips and the data-quality samples."""
+def _tables(figs: dict[str, pl.DataFrame], ctx: Context) -> dict[str, Any]:
+    """The page's tables: headline, period calls, largest flips, data-quality samples."""
     flips = top_flips(figs["flips"])
     quarantine = ["code", "source_path", "source_line", "message"]
     findings = ["code", "run_id", "source_path", "source_line", "message"]
     return {
         "headline": _headline_table(figs["headline"]),
+        "period_changes": _period_changes(figs["rates_by_period"], ctx.by, ctx.period),
         "top_flips": TOP_FLIPS,
         "flips": _flips_table(flips),
         "quarantine": _table(figs["quarantine_samples"], quarantine),
@@ -278,7 +324,9 @@ def render_html(
         no_runs=int(head["runs"].sum()) == 0,
         charts=svg_charts(figs, ctx.by),
         **_notes(figs, ctx),
-        **_tables(figs),
+        **_tables(figs, ctx),
+        holm_alpha=HOLM_ALPHA,
+        min_decided=MIN_DECIDED,
         links=links,
         freshness=_freshness_text(extras["freshness"]),
         banners=extras["banners"],

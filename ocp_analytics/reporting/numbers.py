@@ -2,14 +2,17 @@
 
 ``66.0 % [65.7–66.3] of 1,234 decided``: the rate with one decimal, its 95 %
 interval, and the number of decided runs it rests on, so no rate is read
-without its count. Shares are percentages (``43.8 %``). The command line
-imports these (a door may import this one); nothing here needs the report's
-extra.
+without its count. Shares are percentages (``43.8 %``); a change is in points
+with its interval and its call (``-3.1 pts [-5.0, -1.2] regressed``). The
+command line imports these (a door may import this one); nothing here needs
+the report's extra.
 """
 
 from __future__ import annotations
 
 import math
+
+from ocp_analytics.engine.flips import format_difference
 
 
 def _missing(value: float | None) -> bool:
@@ -58,3 +61,22 @@ def rate_text(
     if rate is None or _missing(rate):
         return f"–{count}"
     return f"{pct(rate)} {interval_text(low, high)}{count}"
+
+
+def change_text(
+    change: float | None, low: float | None, high: float | None, call: str | None
+) -> str:
+    """A change of accept rate in points, with its 95 % interval and its call.
+
+    The call is that of ``engine.stats.changes.change_call`` (``improved``,
+    ``regressed``, ``within noise``, ``not enough data``).
+
+    Examples
+    --------
+    >>> change_text(-0.031, -0.05, -0.012, "regressed")
+    '-3.1 pts [-5.0, -1.2] regressed'
+    >>> change_text(None, None, None, "not enough data")
+    '– not enough data'
+    """
+    text = format_difference(change, low, high)
+    return f"{text} {call}" if call else text

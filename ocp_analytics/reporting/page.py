@@ -144,9 +144,13 @@ def report(
     """Write the nightly report: one self-contained HTML page and the data of every figure.
 
     Sections (``docs/report.md``): the headline with the change against the
-    previous window, accept rate per period and group, the group × rule
-    matrix and the largest flips, attempts to acceptance, evidence tiers,
-    provisional acceptances and data quality.
+    previous window and its call (improved, regressed, within noise, not
+    enough data), accept rate per period and group with each period's change
+    against the one before, the group × rule matrix and the largest flips
+    with their paired test, attempts to acceptance, evidence tiers,
+    provisional acceptances and data quality. Group columns are named as
+    ``by`` spells them in every data file, as :func:`~ocp_analytics.rates`
+    names them.
 
     Parameters
     ----------
