@@ -14,6 +14,10 @@ from ocp_analytics.api import (
     rates,
     write_acceptance,
 )
+from ocp_analytics.api.check import CheckResult, check
+from ocp_analytics.api.cost import cost, run_costs
+from ocp_analytics.api.sweep import sweep
+from ocp_analytics.api.tries import flaky_tasks, passk
 from ocp_analytics.engine.evaluate import evaluate_slice
 from ocp_analytics.engine.rates import label
 from ocp_analytics.engine.timeaxis import resolve_window
@@ -31,8 +35,10 @@ from ocp_analytics.model.rules import Rule, ScoreTarget, read_rules_file
 from ocp_analytics.reporting.page import report
 from ocp_analytics.sql import connect, run_query
 from ocp_analytics.store.dataset import Dataset, scan_dataset
+from ocp_analytics.store.maintenance import compact, vacuum
 
 __all__ = [
+    "CheckResult",
     "Dataset",
     "DatasetError",
     "EventsSummary",
@@ -47,19 +53,27 @@ __all__ = [
     "__version__",
     "acceptance",
     "attempts_distribution",
+    "check",
+    "compact",
     "compare",
     "connect",
+    "cost",
     "evaluate_slice",
+    "flaky_tasks",
     "ingest",
     "ingest_events",
     "label",
+    "passk",
     "rates",
     "read_documents",
     "read_rules_file",
     "report",
     "resolve_window",
+    "run_costs",
     "run_query",
     "scan_dataset",
+    "sweep",
     "unmatched_events",
+    "vacuum",
     "write_acceptance",
 ]

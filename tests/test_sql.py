@@ -652,3 +652,21 @@ def test_duckdb_cli_without_dataset_says_how(tmp_path: Path) -> None:
         check=False,
     )
     assert "ocp_dataset is not set" in done.stdout + done.stderr
+
+
+def test_compacted_parts_are_read_once_and_older_snapshots_read_the_old_ones(
+    history: tuple[Path, list[Path]], tmp_path: Path
+) -> None:
+    """A compaction's record replaces parts: SQL reads its parts, not both, from its seq on."""
+    from ocp_analytics.store.maintenance import compact
+
+    ds = tmp_path / "ds"
+    shutil.copytree(history[0], ds)
+    query = "SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM signals), * FROM rates"
+    before = run_query(ds, query, as_of=AS_OF)
+    compact(ds, target_bytes=64 << 20)
+    assert run_query(ds, query, as_of=AS_OF).rows() == before.rows()
+    assert run_query(ds, query, as_of=AS_OF).rows() == oa.run_query(ds, query, as_of=AS_OF).rows()
+    for seq, copy in enumerate(history[1], 1):
+        at = run_query(ds, query, as_of=AS_OF, snapshot=seq).rows()
+        assert at == run_query(copy, query, as_of=AS_OF).rows()

@@ -253,3 +253,73 @@ def test_verify_reads_an_object_store(bucket: str) -> None:
     assert [(d.file, d.problem) for d in found] == [
         (record["files"]["signals"][0], f"100 bytes, the manifest says {size}")
     ]
+
+
+# --- repair --------------------------------------------------------------------------------
+
+
+def _flip_middle(part: Path) -> None:
+    data = bytearray(part.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    part.write_bytes(bytes(data))
+
+
+@pytest.fixture
+def sourced(tmp_path: Path) -> Path:
+    """Two batches whose sources are still there; the second finds a copy of the first's
+    runs unchanged (skipped), so rebuilding it needs the run versions stored before it."""
+    from benchmarks.generate import write_ndjson
+
+    write_ndjson(tmp_path / "a", 120, seed=1)
+    write_ndjson(tmp_path / "b", 80, seed=2)
+    shutil.copy(tmp_path / "a" / "part-00000.ndjson", tmp_path / "b" / "copy-of-a.ndjson")
+    out = tmp_path / "ds"
+    oa.ingest(tmp_path / "a", out)
+    assert oa.ingest(tmp_path / "b", out).runs_unchanged == 120
+    return out
+
+
+def _rates(ds: Path) -> pl.DataFrame:
+    return oa.rates(ds, ["tests", "tests+review"], as_of="2027-01-01", by="task_type")
+
+
+def test_repair_rebuilds_damaged_parts_byte_for_byte(sourced: Path) -> None:
+    from typer.testing import CliRunner
+
+    from ocp_analytics.cli import app
+
+    before = _rates(sourced)
+    for pattern in ("runs/00000002-*", "signals/00000002-*", "attempts/00000001-*"):
+        _flip_middle(next(sourced.glob(pattern)))
+    assert len(verify(sourced)) == 3
+    result = CliRunner().invoke(app, ["verify", str(sourced), "--repair"])
+    assert result.exit_code == 0, result.output
+    assert "repaired 3 part(s); 0 left damaged" in result.output
+    assert result.output.rstrip().splitlines()[-1].startswith("ok: 2 commit records")
+    assert verify(sourced) == [] and _rates(sourced).equals(before)
+
+
+def test_repair_names_a_source_gone_or_changed(sourced: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from ocp_analytics.cli import app
+
+    _flip_middle(next(sourced.glob("signals/00000002-*")))
+    changed = tmp_path / "b" / "part-00000.ndjson"
+    changed.write_bytes(changed.read_bytes() + b"\n")
+    (tmp_path / "b" / "copy-of-a.ndjson").unlink()
+    result = CliRunner().invoke(app, ["verify", str(sourced), "--repair"])
+    assert result.exit_code == 1
+    assert f"{changed}: changed since its batch (SHA-256 differs)" in result.output
+    assert "copy-of-a.ndjson: missing" in result.output
+    assert "repaired 0 part(s); 1 left damaged" in result.output
+    assert len(verify(sourced)) == 1
+
+
+def test_a_compacted_part_is_not_rebuilt_from_sources(sourced: Path) -> None:
+    from ocp_analytics.store.repair import repair
+
+    oa.compact(sourced)
+    _flip_middle(next(sourced.glob("signals/00000003-*")))
+    summary = repair(sourced, lambda paths, out: oa.ingest(paths, out))
+    assert not summary.ok and "a compacted part" in str(summary)

@@ -2,10 +2,14 @@
 
 - :mod:`.evaluation`: acceptance, rates, attempts to acceptance, comparisons
   of rules (the one evaluation loop, its arguments read once).
+- :mod:`.tries`: repeated tries of a task: pass@k and pass^k, flaky tasks.
+- :mod:`.cost`: what acceptance costs: cost per accepted run, cost to acceptance.
 """
 
 from __future__ import annotations
 
+from ocp_analytics.api.check import CheckResult, check
+from ocp_analytics.api.cost import cost, run_costs
 from ocp_analytics.api.evaluation import (
     acceptance,
     attempts_distribution,
@@ -13,5 +17,20 @@ from ocp_analytics.api.evaluation import (
     rates,
     write_acceptance,
 )
+from ocp_analytics.api.sweep import sweep
+from ocp_analytics.api.tries import flaky_tasks, passk
 
-__all__ = ["acceptance", "attempts_distribution", "compare", "rates", "write_acceptance"]
+__all__ = [
+    "CheckResult",
+    "acceptance",
+    "attempts_distribution",
+    "check",
+    "compare",
+    "cost",
+    "flaky_tasks",
+    "passk",
+    "rates",
+    "run_costs",
+    "sweep",
+    "write_acceptance",
+]

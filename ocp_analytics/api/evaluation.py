@@ -21,13 +21,13 @@ import polars as pl
 import pyarrow as pa
 
 from ocp_analytics._typing import DatasetLike, Period, RulesLike, Tier, When
+from ocp_analytics.api._partials import rate_partials, with_cluster
 from ocp_analytics.engine.acceptance import CODED, OUTPUT_SCHEMA, enum_words, turned_by_late_event
 from ocp_analytics.engine.evaluate import SLICE_RUNS, Sink, run
 from ocp_analytics.engine.flips import FlipPartials
 from ocp_analytics.engine.groups import (
     compare_arguments,
     empty_decisions,
-    group_carry,
     groups,
     named_rates,
     warn_missing_labels,
@@ -35,8 +35,6 @@ from ocp_analytics.engine.groups import (
 from ocp_analytics.engine.known import KnownNames
 from ocp_analytics.engine.rates import (
     By,
-    RatePartials,
-    check_tier,
     compare_matrix,
 )
 from ocp_analytics.engine.timeaxis import resolve_as_of, resolve_window
@@ -383,27 +381,6 @@ def write_acceptance(
 # --- rates, attempts and comparisons: partials summed over the slices -----------------
 
 
-def _rate_partials(
-    dataset: DatasetLike,
-    scope: _Scope,
-    by: By,
-    period: str | None = None,
-    min_tier: str | None = None,
-    flips: FlipPartials | None = None,
-) -> tuple[RatePartials, list[str], list[str]]:
-    """Run the loop into rate partials (and flip partials); group names and their keys."""
-    tier = check_tier(min_tier)
-    names, keys, carry = group_carry(by, period)
-    sink = RatePartials(keys, tier)
-
-    def carry_all(schema: pl.Schema) -> list[pl.Expr]:
-        doc = [pl.col("doc_id").alias(flips.doc)] if flips is not None else []
-        return [*carry(schema), *doc]
-
-    scope.run(dataset, [sink] if flips is None else [sink, flips], carry_all, stacklevel=4)
-    return sink, names, keys
-
-
 def rates(
     dataset: DatasetLike,
     rules: RulesLike = None,
@@ -418,6 +395,7 @@ def rates(
     slice_runs: int = SLICE_RUNS,
     where: Sequence[str] = (),
     snapshot: Snapshot = None,
+    cluster: str | None = None,
 ) -> pl.DataFrame:
     """Acceptance rates per group and rule, optionally per period.
 
@@ -438,12 +416,17 @@ def rates(
         ``period``, the UTC start of the run's bucket.
     slice_runs
         Runs evaluated at a time: memory is bounded by it.
+    cluster
+        A runs column or ``label.KEY`` whose runs are not independent tries
+        (``task_id``): adds the cluster-robust (CR1) interval after ``ci_high``,
+        ``clusters, cluster_se, cluster_ci_low, cluster_ci_high,
+        design_effect`` (docs/statistics.md, "Runs of the same task").
 
     Returns
     -------
     polars.DataFrame
         ``[period], *by, rule, runs, accepted, rejected, unknown, accept_rate,
-        ci_low, ci_high, decided_share, attempts_mean, attempts_median,
+        ci_low, ci_high, [cluster figures], decided_share, attempts_mean, attempts_median,
         first_attempt_share, first_node_attempt_share, provisional,
         tier_verified, tier_reported, tier_heuristic, tier_asserted, as_of``
         (``tier_*``: decided runs by their evidence tier).
@@ -462,6 +445,13 @@ def rates(
     >>> oa.rates(ds, where=["label.example=full-fields"], as_of="2027-01-01")["runs"].item()
     1
 
+    Runs of one task are not independent tries: with ``cluster``, the
+    cluster-robust interval beside the Wilson one:
+
+    >>> c = oa.rates(ds, "tests", cluster="task_id", as_of="2027-01-01")
+    >>> c.filter(rule="tests").select("accepted", "rejected", "clusters", "cluster_se").row(0)
+    (7, 0, 7, 0.0)
+
     The dataset as its first commit left it, whatever was ingested since:
 
     >>> _ = oa.ingest("tests/data/examples/swarm-v02.ocp.json", ds)
@@ -469,8 +459,11 @@ def rates(
     7
     """
     scope = _Scope.read(resolve_rules(rules), as_of, since, until, recorded, slice_runs, where)
-    sink, names, keys = _rate_partials(scan_at(dataset, snapshot), scope, by, period, min_tier)
+    ds = scan_at(dataset, snapshot)
+    sink, names, keys, clusters = rate_partials(ds, scope, by, period, min_tier, cluster=cluster)
     out = named_rates(sink, keys, names)
+    if clusters is not None:
+        out = with_cluster(out, clusters, keys, names)
     warn_missing_labels(out, names)
     return out
 
@@ -515,7 +508,7 @@ def attempts_distribution(
     [('recorded', 4, 1.0)]
     """
     scope = _Scope.read(resolve_rules(rules), as_of, since, until, recorded, slice_runs, where)
-    sink, names, keys = _rate_partials(scan_at(dataset, snapshot), scope, by)
+    sink, names, keys, _ = rate_partials(scan_at(dataset, snapshot), scope, by)
     named = sink.distribution(empty_decisions(keys)).rename(dict(zip(keys, names, strict=True)))
     return named.collect()
 
@@ -584,7 +577,7 @@ def compare(
     gnames, keys = groups(cols, None)
     flips = FlipPartials(names, sample, keys=keys)
     scope = _Scope.read(alt, as_of, since, until, recorded, slice_runs, where)
-    sink, _, _ = _rate_partials(scan_at(dataset, snapshot), scope, cols, flips=flips)
+    sink, _, _, _ = rate_partials(scan_at(dataset, snapshot), scope, cols, flips=flips)
     long = named_rates(sink, keys, gnames)
     warn_missing_labels(long, gnames)
     named = dict(zip(keys, gnames, strict=True))

@@ -186,6 +186,15 @@ def rates(
             "--period", help="Rates per UTC day, week (from Monday) or month (a column period)."
         ),
     ] = None,
+    cluster: Annotated[
+        str | None,
+        typer.Option(
+            "--cluster",
+            metavar="COLUMN",
+            help="Runs of one COLUMN (task_id, or label.KEY) are not independent: add the "
+            "cluster-robust (CR1) 95 % interval beside the Wilson one.",
+        ),
+    ] = None,
     out: OutOpt = None,
     format: FormatOpt = None,
     wide: WideOpt = False,
@@ -203,7 +212,10 @@ def rates(
     accept_rate, ci_low, ci_high and decided_share as numbers. as_of is the
     table's last line, with the snapshot read (--snapshot, else the newest
     commit's seq). Past 40 rows the table keeps the newest periods and
-    says how many rows it left out.
+    says how many rows it left out. --cluster task_id adds the interval that
+    takes runs of one task as one cluster (clusters, cluster_se,
+    cluster_ci_low, cluster_ci_high, design_effect; the table's
+    cluster_interval column).
 
     \b
     Examples:
@@ -215,6 +227,7 @@ def rates(
       ocp-analytics rates runs.dataset --since 3mo --period month --wide
       ocp-analytics rates runs.dataset --where label.team=payments --by task_type
       ocp-analytics rates runs.dataset --as-of 2026-12-01T00:00:00Z --snapshot 41
+      ocp-analytics rates runs.dataset --by label.team --cluster task_id
     """
     from ocp_analytics.api import rates as run_rates
 
@@ -231,6 +244,13 @@ def rates(
         "period": None if period is None else period.value,
         **where_arg(where),
     }
+    if cluster is not None and engine is Engine.spark:
+        raise OcpAnalyticsError(
+            hint(
+                "--cluster is not available with --engine spark yet.",
+                "run it with --engine polars (the default).",
+            )
+        )
     with warnings_as_lines():
         if engine is Engine.spark:
             from ocp_analytics import spark
@@ -238,11 +258,13 @@ def rates(
             with spark_session(spark_master, spark_conf) as session:
                 frame = spark.rates(session, dataset, items, snapshot=ds.snapshot, **kwargs)
         else:
-            frame = run_rates(ds, items, **kwargs)
+            frame = run_rates(ds, items, cluster=cluster, **kwargs)
     if fmt is Format.table:
         keys = [*(["period"] if period else []), *(by or [])]
         keys = [k for k in keys if k in frame.columns]
         shown = rates_table(frame, keys, wide)
+        if cluster is not None:
+            shown = shown.with_columns(cluster_cells(frame))
     else:
         shown = frame
     _emit_or_say_empty(shown, fmt, out, when, {**kwargs, "snapshot": ds.snapshot})
@@ -376,6 +398,27 @@ def _flips_path(out: Path) -> Path:
     'out/cmp.flips.csv'
     """
     return out.with_name(out.stem + ".flips" + out.suffix)
+
+
+def cluster_cells(frame: pl.DataFrame) -> pl.Series:
+    """The cluster-robust interval of each rates row as text, with its clusters.
+
+    Examples
+    --------
+    >>> f = pl.DataFrame({"cluster_ci_low": [0.512, None], "cluster_ci_high": [0.8, None],
+    ...                   "clusters": [12, 1], "design_effect": [2.5, None]})
+    >>> cluster_cells(f).to_list()
+    ['[51.2–80.0] over 12 clusters, design effect 2.5', '– over 1 cluster']
+    """
+    cells = []
+    for r in frame.iter_rows(named=True):
+        lo, hi, g, deff = (
+            r[c] for c in ("cluster_ci_low", "cluster_ci_high", "clusters", "design_effect")
+        )
+        span = "–" if lo is None else f"[{100 * lo:.1f}–{100 * hi:.1f}]"
+        cell = f"{span} over {g:,} cluster{'' if g == 1 else 's'}"
+        cells.append(cell if deff is None else f"{cell}, design effect {deff:.1f}")
+    return pl.Series("cluster_interval", cells, dtype=pl.String)
 
 
 def where_arg(where: list[str] | None) -> dict[str, list[str]]:

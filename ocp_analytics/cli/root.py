@@ -14,7 +14,7 @@ from typing import Annotated, ParamSpec
 
 import typer
 
-from ocp_analytics.cli import dataset, evaluate, ingest, report, sql
+from ocp_analytics.cli import dataset, evaluate, ingest, judge, report, sql, tries
 from ocp_analytics.exceptions import OcpAnalyticsError, StrictIngestError
 
 app = typer.Typer(
@@ -108,10 +108,16 @@ app.command("ingest-events")(exits(ingest.ingest_events, reads="out"))
 app.command()(exits(evaluate.accept, reads="dataset"))
 app.command()(exits(evaluate.rates, reads="dataset"))
 app.command()(exits(evaluate.compare, reads="dataset"))
+app.command()(exits(tries.passk, reads="dataset"))
+app.command()(exits(tries.cost, reads="dataset"))
+app.command()(exits(judge.sweep, reads="dataset"))
+app.command()(exits(judge.check))  # its own exit codes: 5 on any error (cli/judge.py)
 app.command()(exits(report.report, reads="dataset"))
 app.command("unmatched-events")(exits(ingest.unmatched_events, reads="dataset"))
 app.command()(exits(dataset.log))
 app.command()(exits(dataset.verify))
+app.command()(exits(dataset.compact))
+app.command()(exits(dataset.vacuum))
 app.command()(exits(sql.sql, reads="dataset"))
 
 

@@ -334,12 +334,13 @@ def run_query(
     rules: RulesLike = None,
     as_of: When = None,
     variables: Mapping[str, Any] | None = None,
+    snapshot: Snapshot = None,
 ) -> pl.DataFrame:
     """Run one query over the views of ``dataset`` and return a DataFrame.
 
     Parameters
     ----------
-    dataset, rules, as_of
+    dataset, rules, as_of, snapshot
         As for :func:`connect`.
     query
         SQL text, or the :class:`~pathlib.Path` of a ``.sql`` file such as
@@ -360,7 +361,7 @@ def run_query(
     3
     """
     text = query.read_text() if isinstance(query, Path) else query
-    con = connect(dataset, rules=rules, as_of=as_of)
+    con = connect(dataset, rules=rules, as_of=as_of, snapshot=snapshot)
     try:
         for name, value in (variables or {}).items():
             _set_variable(con, name, value)

@@ -89,7 +89,10 @@ SET VARIABLE ocp_batch_files = (
 --   table's schema, so a table with no committed part still has its columns.
 --   It comes last because DuckDB estimates a scan's size from the first file:
 --   first, every table read as empty and joins picked their sides blind.
---   Parts on disk that no record lists (crash leftovers) are never read.
+--   Parts on disk that no record lists (crash leftovers) are never read,
+--   nor parts a compaction's record lists under replaces (its own parts
+--   hold their rows; store/maintenance.py): with ocp_snapshot before the
+--   compaction, its record is not read and the old parts are.
 --   The list is a snapshot: run setup again to see batches committed later.
 --   Every path is escaped (ocp_literal_path) before read_json, which globs.
 -- Parameters:
@@ -99,28 +102,57 @@ SET VARIABLE ocp_batch_files = (
 --   files relative to the dataset folder, keys runs, attempts, signals,
 --   rules, artifacts, findings, quarantine, events.
 SET VARIABLE ocp_files = (
-    SELECT MAP {
-        'runs':       coalesce(flatten(list(files.runs       ORDER BY seq)), []) || ['_schema/runs.parquet'],
-        'attempts':   coalesce(flatten(list(files.attempts   ORDER BY seq)), []) || ['_schema/attempts.parquet'],
-        'signals':    coalesce(flatten(list(files.signals    ORDER BY seq)), []) || ['_schema/signals.parquet'],
-        'rules':      coalesce(flatten(list(files.rules      ORDER BY seq)), []) || ['_schema/rules.parquet'],
-        'artifacts':  coalesce(flatten(list(files.artifacts  ORDER BY seq)), []) || ['_schema/artifacts.parquet'],
-        'findings':   coalesce(flatten(list(files.findings   ORDER BY seq)), []) || ['_schema/findings.parquet'],
-        'quarantine': coalesce(flatten(list(files.quarantine ORDER BY seq)), []) || ['_schema/quarantine.parquet'],
-        'events':     coalesce(flatten(list(files.events     ORDER BY seq)), []) || ['_schema/events.parquet']
-    }
-    FROM read_json(
-        -- the format marker is always present, so the list is never empty
-        list_transform(
-            [getvariable('ocp_dataset') || '/ocp-dataset.json'] || getvariable('ocp_batch_files'),
-            lambda path: ocp_literal_path(path)
-        ),
-        columns = {
-            seq: 'BIGINT',
-            files: 'STRUCT(runs VARCHAR[], attempts VARCHAR[], signals VARCHAR[], rules VARCHAR[], artifacts VARCHAR[], findings VARCHAR[], quarantine VARCHAR[], events VARCHAR[])'
-        }
+    WITH lists AS (
+        SELECT
+            flatten(list(files.runs       ORDER BY seq)) AS runs,
+            flatten(list(replaces.runs      )) AS runs_gone,
+            flatten(list(files.attempts   ORDER BY seq)) AS attempts,
+            flatten(list(replaces.attempts  )) AS attempts_gone,
+            flatten(list(files.signals    ORDER BY seq)) AS signals,
+            flatten(list(replaces.signals   )) AS signals_gone,
+            flatten(list(files.rules      ORDER BY seq)) AS rules,
+            flatten(list(replaces.rules     )) AS rules_gone,
+            flatten(list(files.artifacts  ORDER BY seq)) AS artifacts,
+            flatten(list(replaces.artifacts )) AS artifacts_gone,
+            flatten(list(files.findings   ORDER BY seq)) AS findings,
+            flatten(list(replaces.findings  )) AS findings_gone,
+            flatten(list(files.quarantine ORDER BY seq)) AS quarantine,
+            flatten(list(replaces.quarantine)) AS quarantine_gone,
+            flatten(list(files.events     ORDER BY seq)) AS events,
+            flatten(list(replaces.events    )) AS events_gone
+        FROM read_json(
+            -- the format marker is always present, so the list is never empty
+            list_transform(
+                [getvariable('ocp_dataset') || '/ocp-dataset.json'] || getvariable('ocp_batch_files'),
+                lambda path: ocp_literal_path(path)
+            ),
+            columns = {
+                seq: 'BIGINT',
+                files: 'STRUCT(runs VARCHAR[], attempts VARCHAR[], signals VARCHAR[], rules VARCHAR[], artifacts VARCHAR[], findings VARCHAR[], quarantine VARCHAR[], events VARCHAR[])',
+                replaces: 'STRUCT(runs VARCHAR[], attempts VARCHAR[], signals VARCHAR[], rules VARCHAR[], artifacts VARCHAR[], findings VARCHAR[], quarantine VARCHAR[], events VARCHAR[])'
+            }
+        )
+        WHERE files IS NOT NULL
     )
-    WHERE files IS NOT NULL
+    SELECT MAP {
+        'runs':       coalesce(list_filter(runs, lambda f: NOT list_contains(coalesce(runs_gone, []), f)), [])
+            || ['_schema/runs.parquet'],
+        'attempts':   coalesce(list_filter(attempts, lambda f: NOT list_contains(coalesce(attempts_gone, []), f)), [])
+            || ['_schema/attempts.parquet'],
+        'signals':    coalesce(list_filter(signals, lambda f: NOT list_contains(coalesce(signals_gone, []), f)), [])
+            || ['_schema/signals.parquet'],
+        'rules':      coalesce(list_filter(rules, lambda f: NOT list_contains(coalesce(rules_gone, []), f)), [])
+            || ['_schema/rules.parquet'],
+        'artifacts':  coalesce(list_filter(artifacts, lambda f: NOT list_contains(coalesce(artifacts_gone, []), f)), [])
+            || ['_schema/artifacts.parquet'],
+        'findings':   coalesce(list_filter(findings, lambda f: NOT list_contains(coalesce(findings_gone, []), f)), [])
+            || ['_schema/findings.parquet'],
+        'quarantine': coalesce(list_filter(quarantine, lambda f: NOT list_contains(coalesce(quarantine_gone, []), f)), [])
+            || ['_schema/quarantine.parquet'],
+        'events':     coalesce(list_filter(events, lambda f: NOT list_contains(coalesce(events_gone, []), f)), [])
+            || ['_schema/events.parquet']
+    }
+    FROM lists
 );
 
 -- ---- sql/setup/superseding.sql ----

@@ -6,15 +6,21 @@ record exists, and readers read only the parts records list. A record holds
 ``batch_id``, ``seq``, ``committed_at``, ``files`` (table -> parts), ``sources``
 (run sources: path, size, SHA-256, counts), ``event_sources`` (a batch of
 late events), ``superseding`` and ``parts`` (the manifest: store/manifest.py).
+A compaction's record (``kind``: ``compact``) has no sources and lists under
+``replaces`` the parts its own parts rewrite (store/maintenance.py).
 
 Records only accumulate, so the records up to one ``seq`` are the dataset
 exactly as it was when that batch committed (late events included: they are
-batches too). :func:`read_commits` takes such a *snapshot*: a ``seq``, or an
-instant (the last commit at or before it).
+batches too; a compaction replaces parts only from its own ``seq`` on).
+:func:`read_commits` takes such a *snapshot*: a ``seq``, or an instant (the
+last commit at or before it). A vacuum deletes the parts only snapshots
+before some ``seq`` read, and says so in ``_vacuum.json`` (:data:`VACUUMS`);
+a snapshot before that ``seq`` is then refused (:func:`oldest_readable`).
 """
 
 from __future__ import annotations
 
+import contextlib
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -24,18 +30,21 @@ import polars as pl
 
 from ocp_analytics import schemas as S
 from ocp_analytics.exceptions import DatasetError, hint
-from ocp_analytics.store.manifest import record_entries
+from ocp_analytics.store.manifest import record_entries, table_entries
 from ocp_analytics.store.storage import Store, store
 
 __all__ = [
     "BATCHES",
     "SIGNAL_LINKS",
     "STAGING",
+    "VACUUMS",
     "Snapshot",
     "commit",
     "commit_log",
     "manifest_frame",
+    "oldest_readable",
     "read_commits",
+    "read_vacuums",
     "record_names",
     "remove_orphans",
     "select_snapshot",
@@ -47,6 +56,8 @@ STAGING = "_staging"  # parts of a Spark ingest before its commit
 # In the commit record of every batch written since the signals table carries
 # the attempt each signal names (features.LINK_COLUMNS).
 SIGNAL_LINKS = "signal_links"
+# What each vacuum deleted, and the oldest snapshot it left readable (a JSON list).
+VACUUMS = "_vacuum.json"
 
 Snapshot: TypeAlias = int | datetime | str | None
 """Which commit to read up to: a ``seq``; an instant, aware or naive (UTC), or
@@ -60,14 +71,18 @@ def record_names(root: Store) -> list[str]:
     return sorted(n for n in names if n.endswith(".json") and not n.startswith("."))
 
 
-def read_commits(path: str | Path | Store, snapshot: Snapshot = None) -> list[dict[str, Any]]:
+def read_commits(
+    path: str | Path | Store, snapshot: Snapshot = None, *, readable: bool = True
+) -> list[dict[str, Any]]:
     """Every committed batch record, oldest first; up to ``snapshot`` when given.
 
     A record that is not a JSON object holding ``seq`` and ``files`` raises
     a :class:`~ocp_analytics.exceptions.DatasetError` naming it (see
     :func:`~ocp_analytics.store.verify.verify`); with a ``seq`` as the
     snapshot, records after it are not read. A snapshot no commit matches
-    raises a ``DatasetError`` (:func:`select_snapshot`).
+    raises a ``DatasetError`` (:func:`select_snapshot`), and so does one
+    older than a vacuum (its parts are deleted), unless ``readable`` is
+    ``False`` (the records themselves are wanted, not the data: ``log``).
 
     Examples
     --------
@@ -87,7 +102,12 @@ def read_commits(path: str | Path | Store, snapshot: Snapshot = None) -> list[di
             raise _no_commit(wanted, seqs, str(root))
         names = [n for n in names if (s := _seq_of(n)) is None or s <= wanted]
     records = [_read_record(root, name) for name in names]
-    return records if wanted is None else select_snapshot(records, wanted, str(root))
+    if wanted is None:
+        return records
+    records = select_snapshot(records, wanted, str(root))
+    if readable:
+        _refuse_vacuumed(root, snapshot, records[-1]["seq"])
+    return records
 
 
 def _seq_of(name: str) -> int | None:
@@ -206,6 +226,65 @@ def _no_commit(wanted: int | datetime, seqs: list[int], where: str | None) -> Da
     return DatasetError(hint(message, fix))
 
 
+# --- what vacuums left -----------------------------------------------------------------
+
+
+def read_vacuums(path: str | Path | Store) -> list[dict[str, Any]]:
+    """The dataset's vacuums, oldest first (``[]``: never vacuumed).
+
+    Each is ``{"at", "older_than", "oldest_snapshot", "deleted", "bytes"}``:
+    when it ran, the instant it kept every snapshot from, the oldest
+    snapshot it left readable, the parts it deleted and their bytes.
+    """
+    target = store(path).child(VACUUMS)
+    if not target.is_file():
+        return []
+    try:
+        found = orjson.loads(target.read_bytes())
+    except orjson.JSONDecodeError as exc:
+        raise DatasetError(
+            hint(f"{target.uri} is not valid JSON ({exc}).", "restore it from a copy.")
+        ) from None
+    return [v for v in found if isinstance(v, dict)] if isinstance(found, list) else []
+
+
+def oldest_readable(path: str | Path | Store) -> tuple[int, str] | None:
+    """The oldest snapshot every vacuum left readable, and when the last that moved it ran.
+
+    ``None`` when no vacuum deleted anything: every snapshot is readable.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> oldest_readable(tempfile.mkdtemp()) is None
+    True
+    """
+    found = [
+        (int(v["oldest_snapshot"]), str(v.get("at")))
+        for v in read_vacuums(path)
+        if isinstance(v.get("oldest_snapshot"), int)
+    ]
+    return max(found, default=None)
+
+
+def _refuse_vacuumed(root: Store, snapshot: Snapshot, seq: int) -> None:
+    """Raise when the snapshot (commit ``seq``) reads parts a vacuum deleted."""
+    oldest = oldest_readable(root)
+    if oldest is None or seq >= oldest[0]:
+        return
+    first, at = oldest
+    with contextlib.suppress(ValueError):
+        at = f"{_utc(datetime.fromisoformat(at)):%Y-%m-%dT%H:%M:%SZ}"
+    asked = str(snapshot) if str(snapshot).strip() == str(seq) else f"{snapshot} (commit {seq})"
+    raise DatasetError(
+        hint(
+            f"snapshot {asked} is older than the vacuum of {at}: its parts are deleted; "
+            f"the oldest readable snapshot is {first}.",
+            f"read snapshot {first} or later (`ocp-analytics log {root}` lists the commits).",
+        )
+    )
+
+
 # --- writing records, and what they list ------------------------------------------------
 
 
@@ -217,7 +296,9 @@ def commit(path: str | Path | Store, record: dict[str, Any]) -> None:
     """
     root = store(path)
     target = root.child(BATCHES, f"{record['seq']:08d}.json")
-    data = orjson.dumps({**record, SIGNAL_LINKS: True}, option=orjson.OPT_INDENT_2)
+    # a compaction says False: its parts hold rows of batches with and without the link
+    links = record.get(SIGNAL_LINKS, True)
+    data = orjson.dumps({**record, SIGNAL_LINKS: links}, option=orjson.OPT_INDENT_2)
     if not root.remote:
         target.write_bytes(data)
     elif not target.create_exclusive(data):
@@ -252,8 +333,12 @@ def remove_orphans(path: str | Path | Store, records: list[dict[str, Any]]) -> i
 
 
 def table_files(root: Store, records: list[dict[str, Any]], table: str) -> list[str]:
-    """The committed part files of a table, relative to the dataset root."""
-    return [f for r in records for f in r["files"].get(table, [])]
+    """The live part files of a table as of the last record, relative to the dataset root.
+
+    Each record's parts, less those a later compaction of ``records``
+    replaced (:func:`~ocp_analytics.store.manifest.table_entries`).
+    """
+    return [e.file for e in table_entries(records, table)]
 
 
 _MANIFEST_SCHEMA = {
@@ -309,8 +394,8 @@ _COUNTS = ("documents", "runs_new", "runs_replaced", "runs_unchanged", "events_n
 def commit_log(records: list[dict[str, Any]]) -> pl.DataFrame:
     """One row per commit record: seq, time, batch, its sources and what they added.
 
-    ``kind`` is ``runs`` (an ingest) or ``events`` (an ingest of late
-    events); ``sources`` their paths; the counts are summed over them
+    ``kind`` is ``runs`` (an ingest), ``events`` (an ingest of late
+    events) or ``compact`` (a compaction); ``sources`` their paths; the counts are summed over them
     (``documents`` read, ``events_new`` stored). ``parts`` and ``bytes`` are
     the parts the batch wrote and their size, ``bytes`` null for a record
     written before the manifest.
@@ -333,7 +418,7 @@ def commit_log(records: list[dict[str, Any]]) -> pl.DataFrame:
                 "seq": r["seq"],
                 "committed_at": r.get("committed_at"),
                 "batch_id": r.get("batch_id"),
-                "kind": "events" if "event_sources" in r else "runs",
+                "kind": _kind(r),
                 "sources": [str(s.get("path")) for s in sources],
                 **{k: sum(int(s.get(k) or 0) for s in sources) for k in _COUNTS},
                 "parts": len(sizes),
@@ -341,3 +426,9 @@ def commit_log(records: list[dict[str, Any]]) -> pl.DataFrame:
             }
         )
     return pl.DataFrame(rows, schema=_LOG_SCHEMA)
+
+
+def _kind(record: dict[str, Any]) -> str:
+    if "event_sources" in record:
+        return "events"
+    return "compact" if record.get("kind") == "compact" else "runs"

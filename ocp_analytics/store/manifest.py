@@ -36,7 +36,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["PartEntry", "describe_part", "record_entries", "table_entries"]
+__all__ = ["PartEntry", "describe_part", "record_entries", "replaced_files", "table_entries"]
 
 # The columns whose first non-null value is a table's time, by table.
 TIME_COLUMNS = {"runs": ("ended_at", "started_at")}
@@ -200,15 +200,60 @@ def record_entries(record: Mapping[str, Any]) -> list[PartEntry]:
 
 
 def table_entries(records: list[dict[str, Any]], table: str) -> list[PartEntry]:
-    """The entries of a table's committed parts, in the order ``table_files`` lists them.
+    """The entries of a table's live parts as of the last of ``records``, in reading order.
+
+    A record's parts are added after those of the records before it; a
+    record that ``replaces`` parts (a compaction: :func:`replaced_files`)
+    drops them and puts its own parts where the first of them stood, so the
+    parts keep the order of the batches their rows came from.
 
     Examples
     --------
     >>> r = {"files": {"runs": ["runs/a.parquet"], "signals": ["signals/b.parquet"]}}
     >>> [e.file for e in table_entries([r, r], "runs")]
     ['runs/a.parquet', 'runs/a.parquet']
+    >>> c = {"files": {"runs": ["runs/c.parquet"]}, "replaces": {"runs": ["runs/a.parquet"]}}
+    >>> d = {"files": {"runs": ["runs/d.parquet"]}}
+    >>> [e.file for e in table_entries([r, d, c], "runs")]
+    ['runs/c.parquet', 'runs/d.parquet']
     """
-    return [e for r in records for e in record_entries(r) if e.table == table]
+    out: list[PartEntry] = []
+    for r in records:
+        new = [e for e in record_entries(r) if e.table == table]
+        gone = set(replaced_files(r).get(table, ()))
+        if not gone:
+            out += new
+            continue
+        at = next((i for i, e in enumerate(out) if e.file in gone), len(out))
+        out = [
+            *(e for e in out[:at] if e.file not in gone),
+            *new,
+            *(e for e in out[at:] if e.file not in gone),
+        ]
+    return out
+
+
+def replaced_files(record: Mapping[str, Any]) -> dict[str, list[str]]:
+    """Per table, the parts a record replaces from its own ``seq`` on (``{}``: none).
+
+    A compaction's record lists under ``replaces`` the parts its own parts
+    rewrite: snapshots before it still read them, snapshots from it on read
+    its parts instead. Anything that is not a table -> list of text is
+    ignored here (``verify`` names it).
+
+    Examples
+    --------
+    >>> replaced_files({"replaces": {"runs": ["runs/a.parquet"], "x": 3}})
+    {'runs': ['runs/a.parquet']}
+    """
+    value = record.get("replaces")
+    if not isinstance(value, Mapping):
+        return {}
+    return {
+        str(t): [str(f) for f in fs]
+        for t, fs in value.items()
+        if isinstance(fs, list) and all(isinstance(f, str) for f in fs)
+    }
 
 
 # --- the values of an entry ------------------------------------------------------------

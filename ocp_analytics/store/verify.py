@@ -32,8 +32,9 @@ from polars.exceptions import ComputeError, PanicException
 
 from ocp_analytics import schemas as S
 from ocp_analytics.exceptions import DatasetError, OcpAnalyticsError
-from ocp_analytics.store.commits import BATCHES, record_names
+from ocp_analytics.store.commits import BATCHES, oldest_readable, record_names
 from ocp_analytics.store.dataset import open_existing
+from ocp_analytics.store.maintenance import files_read_from
 from ocp_analytics.store.manifest import PartEntry, record_entries
 from ocp_analytics.store.storage import Store, store
 
@@ -155,18 +156,31 @@ def check(dataset: StoreLike, *, checksums: bool = True) -> Checked:
     damages: list[Damage] = []
     checks: list[tuple[PartEntry, Damage]] = []  # each part, with its damage but the problem
     records = 0
-    for name, record, problems in _records(root):
+    found_records = list(_records(root))
+    gone = _vacuumed(root, [r for _, r, _ in found_records])
+    for name, record, problems in found_records:
         records += record is not None
         blame = _blame(record, f"{BATCHES}/{name}", name)
         if problems:
             damages.append(_with(blame, "; ".join(problems)))
         if isinstance(record, dict):
-            checks += [(e, _with(blame, "", e)) for e in record_entries(record)]
+            entries = [e for e in record_entries(record) if e.file not in gone]
+            checks += [(e, _with(blame, "", e)) for e in entries]
     with ThreadPoolExecutor(_WORKERS) as pool:
         found = list(pool.map(lambda e: _inspect(root, e, checksums), [e for e, _ in checks]))
     damages += [_with(d, p) for (_, d), (p, _, _) in zip(checks, found, strict=True) if p]
     size, rows = sum(f[1] for f in found), sum(f[2] for f in found)
     return Checked(damages, records, len(checks), size, rows, checksums)
+
+
+def _vacuumed(root: Store, records: list[Any]) -> set[str]:
+    """The parts only snapshots older than the last vacuum read: deleted, not checked."""
+    oldest = oldest_readable(root)
+    if oldest is None:
+        return set()
+    whole = [r for r in records if isinstance(r, dict) and not record_problems(r, "")]
+    listed = {e.file for r in whole for e in record_entries(r)}
+    return listed - files_read_from(whole, oldest[0])
 
 
 def _records(root: Store) -> Iterator[tuple[str, Any, list[str]]]:
@@ -233,6 +247,12 @@ def record_problems(record: Any, name: str) -> list[str]:
             problems.append(f"{key!r} is not a list of objects with a 'path'")
     if "parts" in record and isinstance(files, dict):
         problems += _parts_problems(record["parts"], files)
+    if "replaces" in record:
+        replaces = record["replaces"]
+        if not isinstance(replaces, dict):
+            problems.append(f"'replaces' is {type(replaces).__name__}, not an object")
+        else:
+            problems += [f"replaces {p}" for p in _files_problems(replaces)]
     return problems
 
 

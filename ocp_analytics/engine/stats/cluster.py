@@ -70,11 +70,21 @@ def cluster_partials(
         pl.lit(1, pl.Int64).alias("decided"),
         accepted.cast(pl.Int64).alias("accepted"),
     )
-    return _merge(rows, by, cluster)
+    return merge_partials(rows, by, cluster)
 
 
-def _merge(rows: FrameT, by: Sequence[str], cluster: str) -> FrameT:
-    """Sum rows per (``by``, non-null ``cluster``); rows with a null cluster stay apart."""
+def merge_partials(rows: FrameT, by: Sequence[str], cluster: str) -> FrameT:
+    """Sum rows per (``by``, non-null ``cluster``); rows with a null cluster stay apart.
+
+    Partials of several slices, stacked, merged into one row per cluster (what
+    a sink holds between slices).
+
+    Examples
+    --------
+    >>> p = pl.DataFrame({"task_id": ["t", "t", None], "decided": [2, 1, 1], "accepted": [1, 1, 0]})
+    >>> merge_partials(p, [], "task_id").sort("task_id", nulls_last=True).rows()
+    [('t', 3, 2), (None, 1, 0)]
+    """
     keyed = (
         rows.filter(pl.col(cluster).is_not_null())
         .group_by(*by, cluster)
@@ -114,7 +124,7 @@ def cluster_rates(partials: FrameT, by: Sequence[str], cluster: str, z: float = 
     >>> row["accept_rate"], round(row["cluster_se"], 4), round(row["design_effect"], 2)
     (0.6, 0.3666, 5.6)
     """
-    per_cluster = _merge(partials, by, cluster)
+    per_cluster = merge_partials(partials, by, cluster)
     n_g, a_g = pl.col("decided").cast(pl.Float64), pl.col("accepted").cast(pl.Float64)
     sums = per_cluster.group_by(*by).agg(
         pl.col("decided").sum().cast(pl.Int64),

@@ -1,0 +1,191 @@
+"""Where to put the bar: the accept rate of a score rule at every target, and the target for a rate.
+
+The runs are read a slice at a time (the window, ``where`` filters and
+snapshot of :func:`~ocp_analytics.api.evaluation.rates`): per run, only the
+groups, the latest score and what the rest of the rule says
+(:mod:`ocp_analytics.engine.sweep_inputs`); then one sort per group gives
+the whole curve (:func:`ocp_analytics.engine.stats.sweep.sweep`).
+docs/statistics.md, "Where to put the bar: the threshold sweep".
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+
+import polars as pl
+
+from ocp_analytics._typing import DatasetLike, When
+from ocp_analytics.api.evaluation import _Scope
+from ocp_analytics.engine.evaluate import SLICE_RUNS
+from ocp_analytics.engine.groups import group_carry, warn_missing_labels
+from ocp_analytics.engine.known import KnownNames
+from ocp_analytics.engine.rates import By
+from ocp_analytics.engine.stats.sweep import SWEEP_COLUMNS, Better
+from ocp_analytics.engine.stats.sweep import sweep as sweep_curve
+from ocp_analytics.engine.stats.sweep import target_for_rate as rate_target
+from ocp_analytics.engine.sweep_inputs import collect_sweep_rows
+from ocp_analytics.exceptions import OcpAnalyticsError, hint
+from ocp_analytics.model.rules import Rule, ScoreTarget, resolve_rules
+from ocp_analytics.store.commits import Snapshot
+from ocp_analytics.store.dataset import scan_at
+
+__all__ = ["score_rule", "sweep"]
+
+
+def score_rule(
+    rule: Rule | str | None = None,
+    *,
+    score: str | None = None,
+    better: Better | None = None,
+    requires: str | Sequence[str] = (),
+) -> Rule:
+    """The rule a sweep moves the target of: ``rule`` (with a score), or one built from its parts.
+
+    Either ``rule`` (a :class:`~ocp_analytics.Rule` or short form with a
+    score; its target is ignored: every target is swept) or ``score`` with
+    ``better`` and optionally ``requires`` (verdict names). A built rule
+    excludes the default events (``revert``, ``incident``, within 14 days),
+    as a short-form rule does.
+
+    Examples
+    --------
+    >>> r = score_rule(score="runtime_s", better="lower", requires="tests")
+    >>> r.name, r.requires, r.score.better
+    ('tests+runtime_s', ('tests',), 'lower')
+    >>> score_rule("tests+bench_score>=2400").score.name
+    'bench_score'
+    """
+    needs = [rule is not None, score is not None]
+    if needs == [True, True] or needs == [False, False]:
+        raise OcpAnalyticsError(
+            hint(
+                "a sweep needs either a rule with a score or a score name, not "
+                + ("both." if all(needs) else "neither."),
+                "pass rule='tests+runtime_s<=3600', or score='runtime_s', better='lower'.",
+            )
+        )
+    if rule is not None:
+        found = resolve_rules(rule)
+        if len(found) != 1 or found[0].score is None:
+            raise OcpAnalyticsError(
+                hint(
+                    f"the sweep's rule must be one rule with a score, got {rule!r}.",
+                    "e.g. 'tests+runtime_s<=3600' (the target is ignored: every one is swept).",
+                )
+            )
+        return found[0]
+    if better not in ("higher", "lower"):
+        raise OcpAnalyticsError(
+            hint(
+                f"the score {score!r} needs better='higher' or 'lower', got {better!r}.",
+                "lower for a runtime or a cost, higher for a benchmark score.",
+            )
+        )
+    assert score is not None
+    names = (requires,) if isinstance(requires, str) else tuple(requires)
+    return Rule(
+        name="+".join([*names, score]), requires=names, score=ScoreTarget(score, 0.0, better)
+    )
+
+
+def sweep(
+    dataset: DatasetLike,
+    rule: Rule | str | None = None,
+    *,
+    score: str | None = None,
+    better: Better | None = None,
+    requires: str | Sequence[str] = (),
+    by: By = (),
+    for_rate: float | None = None,
+    as_of: When = None,
+    since: When = None,
+    until: When = None,
+    where: Sequence[str] = (),
+    slice_runs: int = SLICE_RUNS,
+    snapshot: Snapshot = None,
+) -> pl.DataFrame:
+    """The accept rate of a score rule at every observed score value as its target, per group.
+
+    A run's outcome is that of the rule with the target set to the row's
+    ``target``: the counts of a row are exactly those
+    :func:`~ocp_analytics.rates` gives for the rule with that target.
+
+    Parameters
+    ----------
+    dataset, as_of, since, until, where, snapshot
+        As for :func:`~ocp_analytics.acceptance`.
+    rule, score, better, requires
+        The rule whose target moves: a rule with a score, or a score name with
+        its direction and the verdicts it requires (see :func:`score_rule`).
+    by, slice_runs
+        As for :func:`~ocp_analytics.rates`.
+    for_rate
+        Instead of the curve, one row per group: the strictest target whose
+        accept rate is at least this share (all null when none reaches it).
+
+    Warns
+    -----
+    UserWarning
+        For a verdict or score the rule names that no run carries.
+
+    Returns
+    -------
+    polars.DataFrame
+        ``*by, target, runs, accepted, rejected, unknown, decided,
+        accept_rate, ci_low, ci_high, as_of``: one row per group and distinct
+        finite score value, sorted by group and target (a group with no score
+        has no row); with ``for_rate``, one row per group.
+
+    Examples
+    --------
+    >>> import ocp_analytics as oa, tempfile
+    >>> ds = tempfile.mkdtemp() + "/ds"
+    >>> _ = oa.ingest("tests/data/examples/v0.3", ds)
+    >>> curve = oa.sweep(ds, "runtime_s<=3600", as_of="2027-01-01")
+    >>> curve["target"].to_list()
+    [960.0, 1740.0, 1860.0, 2520.0, 3300.0, 4320.0]
+    >>> curve.filter(target=3300.0).select("accepted", "rejected", "unknown").row(0)
+    (6, 1, 0)
+
+    The lowest runtime target that still accepts half of the decided runs:
+
+    >>> at = oa.sweep(ds, score="runtime_s", better="lower", requires="tests", for_rate=0.5,
+    ...               as_of="2027-01-01")
+    >>> at.select("target", pl.col("accept_rate").round(3)).row(0)
+    (2520.0, 0.571)
+    """
+    the_rule = score_rule(rule, score=score, better=better, requires=requires)
+    assert the_rule.score is not None
+    direction: Better = "lower" if the_rule.score.better == "lower" else "higher"
+    if for_rate is not None and not 0.0 <= for_rate <= 1.0:
+        raise OcpAnalyticsError(
+            hint(f"for_rate must be a share between 0 and 1, not {for_rate}.", "e.g. 0.8.")
+        )
+    scope = _Scope.read([the_rule], as_of, since, until, False, slice_runs, where)
+    names, keys, carry = group_carry(by, None)
+    known = KnownNames([the_rule])
+    rows = collect_sweep_rows(
+        scan_at(dataset, snapshot),
+        the_rule,
+        scope.as_of,
+        since=scope.since,
+        until=scope.until,
+        where=scope.where,
+        carry=carry,
+        slice_runs=slice_runs,
+        known=known,
+    )
+    for message in known.messages():
+        warnings.warn(message, UserWarning, stacklevel=2)
+    if rows.width == 0:  # no slice at all: the columns sweep reads, no row
+        rows = pl.DataFrame(schema={**{k: pl.String for k in keys}, "value": pl.Float64})
+        rows = rows.with_columns(pl.lit(None, pl.Int8).alias("rest"))
+    curve = sweep_curve(rows, direction, keys)
+    if for_rate is not None:
+        curve = rate_target(curve, for_rate, direction, keys)
+    out = curve.rename(dict(zip(keys, names, strict=True))).with_columns(
+        pl.lit(scope.as_of).alias("as_of")
+    )
+    warn_missing_labels(out, names)
+    return out.select(*names, *SWEEP_COLUMNS, "as_of")

@@ -1,0 +1,163 @@
+"""What the threshold sweep reads of each run: its score, and what the rest of its rule says.
+
+:func:`~ocp_analytics.engine.stats.sweep.sweep` wants one row per run with
+``value`` (the run's latest numeric score of the rule's name known at
+``as_of``) and ``rest`` (:data:`~ocp_analytics.engine.features.PASS`,
+``UNKNOWN`` or ``FAIL``: what the required verdicts and excluded events say,
+whatever the target). Both are read here with the engine's own pieces, so the
+sweep at a target gives exactly the counts of the rule with that target:
+
+- ``rest`` is the outcome of the rule *without* its score part
+  (:func:`rest_rule`), decided by
+  :func:`~ocp_analytics.engine.acceptance.decide` like any rule;
+- ``value`` is :func:`~ocp_analytics.engine.features.latest_scores` over the
+  signals known at ``as_of``, what the rule's score part compares.
+
+:func:`sweep_rows` does one slice (pure); :func:`collect_sweep_rows` walks a
+dataset's slices (:func:`~ocp_analytics.engine.evaluate.slices`) with the
+window and filters of the evaluation loop, keeping only these three small
+columns (and the groups) of each run, so memory stays bounded by the slice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from ocp_analytics.engine.acceptance import decide
+from ocp_analytics.engine.evaluate import SLICE_RUNS, slices, windowed
+from ocp_analytics.engine.features import FAIL, PASS, UNKNOWN, known_at, latest_scores
+from ocp_analytics.engine.known import KnownNames
+from ocp_analytics.engine.rates import where_conditions
+from ocp_analytics.exceptions import OcpAnalyticsError, hint
+from ocp_analytics.model.rules import Rule
+
+if TYPE_CHECKING:
+    from ocp_analytics._typing import DatasetLike
+
+_DOC = "_sweep_doc"  # the run version's doc_id, carried through decide (a leading "_")
+
+
+def rest_rule(rule: Rule) -> Rule:
+    """``rule`` without its score part: its required verdicts, excluded events and window.
+
+    Examples
+    --------
+    >>> r = rest_rule(Rule.parse("tests+runtime_s<=3600"))
+    >>> r.requires, r.score, r.effective_excludes
+    (('tests',), None, ('revert', 'incident'))
+    """
+    if rule.score is None:
+        raise OcpAnalyticsError(
+            hint(
+                f"rule {rule.name!r} has no score to sweep.",
+                "give a rule with a score, e.g. 'tests+runtime_s<=3600', or --score NAME.",
+            )
+        )
+    return Rule(
+        name=f"{rule.name} without its score",
+        requires=rule.effective_requires,
+        excludes_events=rule.excludes_events,
+        window_days=rule.window_days,
+    )
+
+
+def rest_state(outcome: pl.Expr, requires: bool) -> pl.Expr:
+    """The sweep's ``rest`` (Int8) from the outcome of :func:`rest_rule`.
+
+    With required verdicts, accepted is ``PASS``, rejected ``FAIL`` and
+    unknown ``UNKNOWN``. Without any, the rest rule has no part and reads
+    unknown (docs/figures.md "outcome and reasons"), yet it holds nothing
+    against the run: ``PASS``, unless an excluded event rejected it.
+
+    Examples
+    --------
+    >>> s = pl.Series(["accepted", "rejected", "unknown"])
+    >>> pl.select(rest_state(pl.lit(s), True)).to_series().to_list()
+    [2, 0, 1]
+    >>> pl.select(rest_state(pl.lit(s), False)).to_series().to_list()
+    [2, 0, 2]
+    """
+    word = outcome.cast(pl.String)
+    return (
+        pl.when(word == "rejected")
+        .then(pl.lit(FAIL, pl.Int8))
+        .when((word == "accepted") | pl.lit(not requires))
+        .then(pl.lit(PASS, pl.Int8))
+        .otherwise(pl.lit(UNKNOWN, pl.Int8))
+    )
+
+
+def sweep_rows(
+    tables: Mapping[str, pl.LazyFrame],
+    rule: Rule,
+    as_of: datetime,
+    carry: Sequence[pl.Expr] = (),
+) -> pl.LazyFrame:
+    """One row per run of ``tables``: the carried columns, ``value`` (Float64) and ``rest`` (Int8).
+
+    Pure, over one slice's tables (every row of each run together, as
+    :func:`~ocp_analytics.engine.evaluate.evaluate_slice` takes them).
+    ``carry``: named expressions over ``runs`` whose names start with ``_``
+    (the group keys).
+
+    Examples
+    --------
+    >>> import ocp_analytics as oa, tempfile
+    >>> from datetime import UTC, datetime
+    >>> ds = tempfile.mkdtemp() + "/ds"
+    >>> _ = oa.ingest("tests/data/examples/v0.3/full-fields.ocp.json", ds)
+    >>> tables = oa.scan_dataset(ds).frames
+    >>> rule = Rule.parse("tests+review+runtime_s<=3600")
+    >>> sweep_rows(tables, rule, datetime(2027, 1, 1, tzinfo=UTC)).collect().rows()
+    [(3300.0, 2)]
+    """
+    rest = rest_rule(rule)
+    assert rule.score is not None  # rest_rule refused a rule without one
+    keep = [*carry, pl.col("doc_id").alias(_DOC)]
+    [decided] = decide(tables, [rest], as_of, recorded=False, carry=keep, reasons=False)
+    scores = latest_scores(known_at(tables["signals"], as_of), [rule.score.name])
+    value = scores.select(pl.col("doc_id").alias(_DOC), pl.col("value").cast(pl.Float64))
+    carried = [e.meta.output_name() for e in carry]
+    state = rest_state(pl.col("outcome"), bool(rest.requires)).alias("rest")
+    return decided.join(value, on=_DOC, how="left").select(*carried, "value", state)
+
+
+def collect_sweep_rows(
+    dataset: DatasetLike,
+    rule: Rule,
+    as_of: datetime,
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    where: Sequence[str] = (),
+    carry: Callable[[pl.Schema], Sequence[pl.Expr]] | None = None,
+    slice_runs: int = SLICE_RUNS,
+    known: KnownNames | None = None,
+) -> pl.DataFrame:
+    """:func:`sweep_rows` of every run of ``dataset`` in the window, a slice at a time.
+
+    The window (``[since, until)`` on the run's time) and ``where`` filters
+    select runs as the evaluation loop does
+    (:func:`~ocp_analytics.engine.evaluate.run`); ``carry`` builds the group
+    expressions from the ``runs`` schema; ``known`` is handed each slice's
+    signals (for the warning about names no run carries). Only the carried
+    columns, ``value`` and ``rest`` of each run are kept: about ten bytes a
+    run besides the groups.
+    """
+    frames: list[pl.DataFrame] = []
+    exprs: Sequence[pl.Expr] | None = None
+    conds: Sequence[pl.Expr] = ()
+    for part in slices(dataset, slice_runs):
+        if exprs is None:
+            schema = part["runs"].collect_schema()
+            exprs = carry(schema) if carry else ()
+            conds = where_conditions(where, schema)
+        tables = windowed(part, since, until, conds)
+        if known is not None:
+            known.add(tables["signals"])
+        frames.append(sweep_rows(tables, rule, as_of, exprs).collect())
+    return pl.concat(frames, how="vertical") if frames else pl.DataFrame()

@@ -1,0 +1,150 @@
+"""Compaction and vacuum: fewer, sorted parts and the same figures at every snapshot; a
+vacuum frees what only old snapshots read and refuses those snapshots with one line."""
+
+from __future__ import annotations
+
+import shutil
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import orjson
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+import ocp_analytics as oa
+from ocp_analytics.cli import app
+from ocp_analytics.exceptions import DatasetError
+from ocp_analytics.store.commits import commit_log, read_commits, table_files
+from ocp_analytics.store.manifest import table_entries
+from ocp_analytics.store.verify import verify
+
+AS_OF = "2027-01-01T00:00:00Z"
+RULES = ["tests", "tests+review"]
+runner = CliRunner()
+
+
+@pytest.fixture
+def ds(history: tuple[Path, list[Path]], tmp_path: Path) -> Path:
+    """A copy of the four-commit history (a replaced run version, late events)."""
+    out = tmp_path / "ds"
+    shutil.copytree(history[0], out)
+    return out
+
+
+def _figures(ds: Path, snapshot: int | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    rates = oa.rates(ds, RULES, as_of=AS_OF, by="task_type", snapshot=snapshot)
+    acc = oa.acceptance(ds, RULES, as_of=AS_OF, snapshot=snapshot).sort("run_id", "rule")
+    return rates, acc
+
+
+def _same(a: tuple[pl.DataFrame, pl.DataFrame], b: tuple[pl.DataFrame, pl.DataFrame]) -> bool:
+    return a[0].equals(b[0]) and a[1].equals(b[1])
+
+
+def _on_disk(ds: Path) -> set[str]:
+    return {f"{p.parent.name}/{p.name}" for p in ds.glob("*/*.parquet") if p.parent.name[0] != "_"}
+
+
+def test_compaction_keeps_every_snapshots_figures(ds: Path) -> None:
+    before = {k: _figures(ds, k) for k in (1, 2, 3, 4)}
+    all_versions = oa.scan_dataset(ds).scans["runs"].collect().height
+    summary = oa.compact(ds)
+    assert (summary.seq, summary.parts_before, summary.parts_after) == (5, 12, 6)
+    assert summary.rewritten == 12 - 6 + summary.written
+    for k, figures in before.items():
+        assert _same(_figures(ds, k), figures), f"snapshot {k} changed"
+    assert _same(_figures(ds), before[4])
+    assert _same(_figures(ds, 5), before[4])
+    # every stored version is kept: superseded ones are filtered by readers, as before
+    assert oa.scan_dataset(ds).scans["runs"].collect().height == all_versions
+    assert verify(ds) == []
+
+
+def test_compacted_parts_are_sorted_so_their_ranges_are_tight(ds: Path) -> None:
+    oa.compact(ds)
+    records = read_commits(ds)
+    (runs,) = table_entries(records, "runs")
+    frame = pl.read_parquet(ds / runs.file)
+    time = frame.select(pl.coalesce("ended_at", "started_at").alias("t"))["t"]
+    assert time.is_sorted()
+    assert runs.time == (time.min(), time.max())
+    (signals,) = table_entries(records, "signals")
+    assert pl.read_parquet(ds / signals.file)["doc_id"].is_sorted()
+    assert commit_log(records)["kind"].to_list() == ["runs", "events", "runs", "events", "compact"]
+
+
+def test_nothing_small_enough_is_left_alone(ds: Path) -> None:
+    assert oa.compact(ds, target_bytes=2).seq is None
+    assert [r["seq"] for r in read_commits(ds)] == [1, 2, 3, 4]
+
+
+def test_vacuum_frees_what_only_old_snapshots_read_and_refuses_them(ds: Path) -> None:
+    newest = _figures(ds)
+    oa.compact(ds)
+    replaced = {f for r in read_commits(ds) for fs in r.get("replaces", {}).values() for f in fs}
+    summary = oa.vacuum(ds, older_than="0s")
+    assert (summary.deleted, summary.oldest_snapshot) == (len(replaced), 5)
+    assert summary.bytes_freed > 0
+    assert not replaced & _on_disk(ds)
+    for k in (1, 4):
+        with pytest.raises(DatasetError, match=rf"snapshot {k} is older than the vacuum of "):
+            oa.scan_dataset(ds, snapshot=k)
+    assert _same(_figures(ds), newest) and _same(_figures(ds, 5), newest)
+    assert verify(ds) == []
+    again = oa.vacuum(ds, older_than="0s")
+    assert (again.deleted, again.oldest_snapshot) == (0, 5)
+
+
+def test_vacuum_keeps_every_snapshot_newer_than_the_age(ds: Path) -> None:
+    oa.compact(ds)
+    records = read_commits(ds)
+    fourth = datetime.fromisoformat(records[3]["committed_at"])
+    # snapshot 4 is current at the instant kept from: it reads the replaced parts
+    summary = oa.vacuum(ds, older_than=timedelta(days=30), now=fourth + timedelta(days=30))
+    assert (summary.kept_from, summary.deleted, summary.oldest_snapshot) == (4, 0, None)
+    assert _same(_figures(ds, 1), _figures(ds, 4)) is False  # both still readable
+    far = oa.vacuum(ds, older_than="3650d")
+    assert far.deleted == 0
+    assert oa.vacuum(ds, older_than=datetime.now(UTC)).deleted > 0
+
+
+def test_an_instant_before_the_vacuum_is_refused_naming_its_commit(ds: Path) -> None:
+    oa.compact(ds)
+    oa.vacuum(ds, older_than="0s")
+    first = read_commits(ds, readable=False)[0]["committed_at"]
+    with pytest.raises(DatasetError, match=r"\(commit 1\) is older than the vacuum"):
+        oa.scan_dataset(ds, snapshot=first)
+
+
+def test_an_age_that_cannot_be_read_is_refused(ds: Path) -> None:
+    with pytest.raises(DatasetError, match="cannot read 'thirty days' as an age"):
+        oa.vacuum(ds, older_than="thirty days")
+
+
+def test_a_damaged_part_stops_compaction_before_anything_is_written(ds: Path) -> None:
+    part = ds / table_files(ds, read_commits(ds), "signals")[0]
+    data = bytearray(part.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    part.write_bytes(bytes(data))
+    with pytest.raises(DatasetError, match=r"(?s)damaged part signals/.*verify .* --repair"):
+        oa.compact(ds)
+    assert [r["seq"] for r in read_commits(ds)] == [1, 2, 3, 4]
+
+
+def test_cli_compact_and_vacuum_print_their_counts(ds: Path) -> None:
+    result = runner.invoke(app, ["compact", str(ds), "--target-size", "1MiB"])
+    assert result.exit_code == 0, result.output
+    assert "commit 5 (compact): live parts 12 -> 6" in result.output
+    result = runner.invoke(app, ["vacuum", str(ds), "--older-than", "0s"])
+    assert result.exit_code == 0, result.output
+    assert "deleted 12 parts" in result.output and "bytes freed" in result.output
+    result = runner.invoke(app, ["rates", str(ds), "--rule", "tests", "--snapshot", "3"])
+    assert result.exit_code == 1
+    assert "snapshot 3 is older than the vacuum of" in result.output
+    assert "the oldest readable snapshot is 5" in result.output
+    result = runner.invoke(app, ["log", str(ds), "-f", "json"])  # the log lists every commit
+    assert result.exit_code == 0, result.output
+    assert [r["kind"] for r in orjson.loads(result.stdout)["rows"]][-1] == "compact"
+    bad = runner.invoke(app, ["compact", str(ds), "--target-size", "big"])
+    assert bad.exit_code == 2 and "is not a size" in bad.output
