@@ -353,3 +353,21 @@ def test_documented_functions_are_public() -> None:
         assert callable(getattr(oa, name))
     f: Callable[..., pl.DataFrame] = oa.passk
     assert f.__doc__ is not None and "pass^k" in f.__doc__
+
+
+def test_sql_passk_query_gives_the_engine_figures(tries: tuple[Path, list[dict]]) -> None:
+    """``sql/queries/passk.sql`` is oa.passk without groups, to the last bit but float sums."""
+    from ocp_analytics.sql import run_query, sql_files
+
+    ds, _ = tries
+    engine = oa.passk(ds, ["tests", "tests+review"], k=8, as_of=AS_OF).sort("rule", "k")
+    sql = run_query(
+        ds,
+        sql_files() / "queries" / "passk.sql",
+        rules=["tests", "tests+review"],
+        as_of=AS_OF,
+        variables={"ocp_k": 8},
+    )
+    assert_frame_equal(sql, engine, check_dtypes=False, rel_tol=1e-12)
+    with pytest.raises(Exception, match="ocp_k must be a whole number"):
+        run_query(ds, sql_files() / "queries" / "passk.sql", as_of=AS_OF)

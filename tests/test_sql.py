@@ -157,6 +157,8 @@ def _engine_rows(case: dict, ds: Path) -> list[dict]:
         ).collect()
     elif kind == "queries/rates_by.sql":
         frame = oa.rates(ds, rules, by=variables["ocp_by"], min_tier=min_tier, as_of=as_of)
+    elif kind == "queries/passk.sql":
+        frame = oa.passk(ds, rules, k=variables["ocp_k"], as_of=as_of).sort("rule", "k")
     elif kind == "queries/rates_by_label.sql":
         key = variables["ocp_label"]
         frame = oa.rates(ds, rules, by=f"label.{key}", min_tier=min_tier, as_of=as_of)

@@ -81,6 +81,7 @@ _THOSE = re.compile(r"those of (?:the (\w+) view|ocp_analytics\.schemas\.([A-Z_]
 _VARIABLES: dict[str, dict[str, Any]] = {
     "queries/rates_by.sql": {"ocp_by": ["repo", "task_type"]},  # runs has task_type first
     "queries/rates_by_label.sql": {"ocp_label": "team"},
+    "queries/passk.sql": {"ocp_k": 3},
     "queries/rates_by_period.sql": {"ocp_period": "week"},
 }
 

@@ -6,7 +6,7 @@ The SQL lives in files inside this package (installed with it as package data)::
     sql/macros/   small scalar and table macros (tier ranks, Wilson bounds, …);
                   ocp_tier_*.sql are rendered from ocp_analytics.schemas (_tiers)
     sql/views/    one view a file: runs … quarantine, acceptance, rates, helpers
-    sql/queries/  parameterised queries (rates_by, rates_by_label, flips)
+    sql/queries/  parameterised queries (rates_by, rates_by_label, flips, passk)
     sql/checks/   audit queries that return zero rows on a healthy dataset
     sql/setup.sql every file of SETUP_FILES, in order (generated, see main)
 
