@@ -16,6 +16,7 @@ from ocp_analytics.api import (
 )
 from ocp_analytics.api.check import CheckResult, check
 from ocp_analytics.api.cost import cost, run_costs
+from ocp_analytics.api.refresh import RefreshSummary, refresh
 from ocp_analytics.api.sweep import sweep
 from ocp_analytics.api.tries import flaky_tasks, passk
 from ocp_analytics.engine.evaluate import evaluate_slice
@@ -45,6 +46,7 @@ __all__ = [
     "IngestSummary",
     "MissingExtraError",
     "OcpAnalyticsError",
+    "RefreshSummary",
     "Rule",
     "RuleError",
     "ScoreTarget",
@@ -67,6 +69,7 @@ __all__ = [
     "rates",
     "read_documents",
     "read_rules_file",
+    "refresh",
     "report",
     "resolve_window",
     "run_costs",

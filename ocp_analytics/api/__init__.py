@@ -4,6 +4,7 @@
   of rules (the one evaluation loop, its arguments read once).
 - :mod:`.tries`: repeated tries of a task: pass@k and pass^k, flaky tasks.
 - :mod:`.cost`: what acceptance costs: cost per accepted run, cost to acceptance.
+- :mod:`.refresh`: the decisions store: rows decided once, refreshed where something changed.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ from ocp_analytics.api.evaluation import (
     rates,
     write_acceptance,
 )
+from ocp_analytics.api.refresh import RefreshSummary, refresh
 from ocp_analytics.api.sweep import sweep
 from ocp_analytics.api.tries import flaky_tasks, passk
 
 __all__ = [
     "CheckResult",
+    "RefreshSummary",
     "acceptance",
     "attempts_distribution",
     "check",
@@ -30,6 +33,7 @@ __all__ = [
     "flaky_tasks",
     "passk",
     "rates",
+    "refresh",
     "run_costs",
     "sweep",
     "write_acceptance",

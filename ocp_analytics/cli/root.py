@@ -15,6 +15,7 @@ from typing import Annotated, ParamSpec
 import typer
 
 from ocp_analytics.cli import dataset, evaluate, ingest, judge, report, sql, tries
+from ocp_analytics.cli import refresh as refresh_cmd
 from ocp_analytics.exceptions import OcpAnalyticsError, StrictIngestError
 
 app = typer.Typer(
@@ -108,6 +109,7 @@ app.command("ingest-events")(exits(ingest.ingest_events, reads="out"))
 app.command()(exits(evaluate.accept, reads="dataset"))
 app.command()(exits(evaluate.rates, reads="dataset"))
 app.command()(exits(evaluate.compare, reads="dataset"))
+app.command()(exits(refresh_cmd.refresh, reads="dataset"))
 app.command()(exits(tries.passk, reads="dataset"))
 app.command()(exits(tries.cost, reads="dataset"))
 app.command()(exits(judge.sweep, reads="dataset"))

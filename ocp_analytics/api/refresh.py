@@ -1,0 +1,415 @@
+"""Decisions that cost what changed: ``refresh`` keeps each rule's rows in the dataset.
+
+:func:`refresh` writes, for the recorded rule and each alternative rule, the
+acceptance rows of every current run into the dataset's decisions store
+(:mod:`ocp_analytics.store.decisions`), keyed by the rule's fingerprint. A
+second refresh keeps the rows that are final
+(:func:`ocp_analytics.engine.finality.is_final`) and decides again only the
+rest: runs ingested or replaced since the store's commit, runs a late event
+committed since is matched to, and rows that were not final when decided.
+A rule with no store, a changed definition (another fingerprint) or an
+``as_of`` earlier than its store's is decided from raw.
+
+:func:`decisions_or_raw` is the same reading without writing: the rows
+:func:`~ocp_analytics.acceptance` gives, taken from the stores where they
+exist and decided where they do not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from ocp_analytics.engine.acceptance import OUTPUT_SCHEMA, decide
+from ocp_analytics.engine.evaluate import SLICE_RUNS, SLICED_TABLES, run, without_absent_links
+from ocp_analytics.engine.features import matched_events
+from ocp_analytics.engine.finality import (
+    CONTRACT,
+    canonical_rule,
+    fingerprint,
+    is_final,
+    observed_until,
+    redecide,
+    rule_label,
+)
+from ocp_analytics.engine.timeaxis import resolve_as_of
+from ocp_analytics.exceptions import DatasetError, hint
+from ocp_analytics.model.rules import Rule, resolve_rules
+from ocp_analytics.store.dataset import Dataset, scan_dataset
+from ocp_analytics.store.decisions import DECISIONS_SCHEMA, DecisionStore, Generation
+from ocp_analytics.store.storage import Store
+
+if TYPE_CHECKING:
+    from ocp_analytics._typing import RulesLike, When
+
+__all__ = ["RefreshSummary", "decisions_or_raw", "refresh"]
+
+_DOC = "_doc_id"  # the carried doc_id (carried names start with "_")
+_EMPTY = pl.Series("doc_id", [], pl.Int64)
+
+
+@dataclass(frozen=True)
+class RefreshSummary:
+    """What a refresh (or a read of the stores) reused and decided.
+
+    ``reused``: stored rows kept; ``decided``: rows evaluated now;
+    ``from_raw``: the rules decided from raw (no store yet, a changed
+    definition, or an ``as_of`` before the store's); ``snapshot``: the
+    dataset commit read.
+
+    Examples
+    --------
+    >>> from datetime import UTC
+    >>> print(RefreshSummary(datetime(2027, 1, 1, tzinfo=UTC), 3, 9_912_000, 88_000))
+    decisions: 9,912,000 reused, 88,000 decided
+    """
+
+    as_of: datetime
+    snapshot: int | None
+    reused: int
+    decided: int
+    from_raw: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return f"decisions: {self.reused:,} reused, {self.decided:,} decided"
+
+
+@dataclass
+class _Plan:
+    """One rule's store and what to do with it: from raw, or again only ``again``."""
+
+    target: Rule | None
+    store: DecisionStore
+    record: dict | None  # None: decide from raw
+    again: pl.Series = field(default_factory=lambda: _EMPTY)
+    dropped: pl.Series = field(default_factory=lambda: _EMPTY)
+    reused: int = 0
+
+    @property
+    def label(self) -> str:
+        return rule_label(self.target)
+
+
+def _open(dataset: str | Path | Store | Dataset) -> Dataset:
+    """The dataset at its newest commit (the stores follow the newest)."""
+    if isinstance(dataset, Dataset):
+        if dataset.records is None:
+            raise DatasetError(
+                hint("the decisions store needs a dataset on disk.", "pass its path.")
+            )
+        return _committed(dataset)
+    if not isinstance(dataset, str | Path | Store):
+        raise DatasetError(
+            hint(
+                "the decisions store needs a dataset on disk, not tables in memory.",
+                "pass its path.",
+            )
+        )
+    return _committed(scan_dataset(dataset))
+
+
+def _committed(ds: Dataset) -> Dataset:
+    if ds.snapshot is None:
+        raise DatasetError(hint(f"{ds.path} has no commit yet.", "ingest into it first."))
+    return ds
+
+
+def _targets(rules: RulesLike, recorded: bool) -> list[Rule | None]:
+    return ([None] if recorded else []) + list(resolve_rules(rules))
+
+
+def _changes(ds: Dataset, seq: int) -> tuple[pl.Series, pl.Series, pl.Series]:
+    """Since commit ``seq``: versions committed (new), runs late events matched, versions replaced.
+
+    A ``doc_id`` carries its batch's ``seq`` in its high 32 bits, so what
+    was committed since is a range; the version a new one replaces is the
+    newest of its run before that range (the one current at ``seq``).
+    """
+    first = (seq + 1) << 32
+    records = [r for r in ds.records or [] if r["seq"] > seq]
+    new = ds.frames["runs"].filter(pl.col("doc_id") >= first).select("doc_id", "run_id").collect()
+    gone = _EMPTY
+    replaced = sum(int(s.get("runs_replaced") or 0) for r in records for s in r.get("sources", []))
+    if new.height and replaced:
+        gone = (
+            ds.scans["runs"]
+            .filter(pl.col("doc_id") < first, pl.col("run_id").is_in(new["run_id"].implode()))
+            .group_by("run_id")
+            .agg(pl.col("doc_id").max())
+            .collect()
+            .get_column("doc_id")
+        )
+    touched = _EMPTY
+    batches = [r["batch_id"] for r in records if "event_sources" in r]
+    if batches:
+        events = ds.frames["events"].filter(pl.col("batch_id").is_in(batches))
+        matched = matched_events(events, ds.frames["artifacts"]).select("doc_id").unique()
+        touched = matched.collect().get_column("doc_id")
+    return new.get_column("doc_id"), touched, gone
+
+
+def _plans(ds: Dataset, targets: list[Rule | None], when: datetime) -> list[_Plan]:
+    """Each rule's plan: from raw, or the doc_ids to decide again and to drop."""
+    plans = []
+    seen: dict[int, tuple[pl.Series, pl.Series, pl.Series]] = {}
+    for target in targets:
+        st = DecisionStore(ds.path, fingerprint(target))
+        record = st.latest()
+        later = record is not None and int(record["dataset_seq"]) > (ds.snapshot or 0)
+        if record is None or later or when < datetime.fromisoformat(record["as_of"]):
+            plans.append(_Plan(target, st, None))
+            continue
+        seq = int(record["dataset_seq"])
+        if seq not in seen:
+            seen[seq] = _changes(ds, seq)
+        new, touched, gone = seen[seq]
+        again, dropped = redecide(st.pending(record), new, touched, gone)
+        stored = int((dropped < ((seq + 1) << 32)).sum())
+        plans.append(_Plan(target, st, record, again, dropped, int(record["rows"]) - stored))
+    return plans
+
+
+# --- deciding: the changed runs in memory, or everything a slice at a time ----------------
+
+
+def _late(tables: dict[str, pl.LazyFrame], when: datetime) -> pl.DataFrame:
+    """``doc_id, observed_until`` of the runs holding a signal or matched event after ``when``."""
+    matched = None
+    if "events" in tables and "artifacts" in tables:
+        matched = matched_events(tables["events"], tables["artifacts"])
+    return observed_until(tables["signals"], matched, after=when).collect()
+
+
+def _rows(decisions: pl.DataFrame, late: pl.DataFrame) -> pl.DataFrame:
+    """Decision rows (with the carried doc_id) as the store holds them."""
+    rows = decisions.rename({_DOC: "doc_id"}).join(late, on="doc_id", how="left")
+    return rows.select(DECISIONS_SCHEMA.names)
+
+
+def _pending(rows: pl.DataFrame) -> pl.Series:
+    """The doc_ids of rows not final at their own ``as_of``."""
+    final = is_final(pl.col("window_open"), pl.col("observed_until"), pl.col("as_of"))
+    return rows.filter(~final).get_column("doc_id")
+
+
+def _carry(_: pl.Schema) -> list[pl.Expr]:
+    return [pl.col("doc_id").alias(_DOC)]
+
+
+def _decide_again(ds: Dataset, plans: list[_Plan], when: datetime) -> dict[str, pl.DataFrame]:
+    """The rows of each plan's ``again`` runs, every rule in one pass over those runs only."""
+    plans = [p for p in plans if p.again.len()]
+    if not plans:
+        return {}
+    ids = pl.concat([p.again for p in plans]).unique()
+    keep = pl.col("doc_id").is_in(ids.implode())
+    tables = {t: ds.frames[t].filter(keep) for t in SLICED_TABLES}
+    tables["events"] = ds.frames["events"]
+    tables = dict(without_absent_links(tables, ds.signal_links))
+    recorded = any(p.target is None for p in plans)
+    alt = [p.target for p in plans if p.target is not None]
+    frames = pl.collect_all(decide(tables, alt, when, recorded=recorded, carry=_carry(pl.Schema())))
+    late = _late(tables, when)
+    out = {}
+    for plan, frame in zip(sorted(plans, key=lambda p: p.target is not None), frames, strict=True):
+        rows = _rows(frame, late)
+        out[plan.label] = rows.filter(pl.col("doc_id").is_in(plan.again.implode()))
+    return out
+
+
+class _Rows:
+    """A sink: each rule's decisions of a slice, as stored rows, to a generation or a list."""
+
+    columns = tuple(OUTPUT_SCHEMA)
+
+    def __init__(self, late: pl.DataFrame, gens: dict[str, Generation] | None = None) -> None:
+        self.late, self.gens = late, gens
+        self.frames: dict[str, list[pl.DataFrame]] = {}
+
+    def add(self, decisions: pl.DataFrame) -> None:
+        if decisions.height == 0:
+            return
+        rows = _rows(decisions, self.late)
+        label = rows.get_column("rule")[0]
+        if self.gens is None:
+            self.frames.setdefault(label, []).append(rows)
+        else:
+            self.gens[label].add(rows, _pending(rows))
+
+
+def _from_raw(
+    ds: Dataset,
+    plans: list[_Plan],
+    when: datetime,
+    gens: dict[str, Generation] | None,
+    slice_runs: int,
+) -> dict[str, list[pl.DataFrame]]:
+    """Evaluate every run for the plans' rules, a slice at a time, into ``gens`` (or kept)."""
+    if not plans:
+        return {}
+    sink = _Rows(_late(dict(ds.frames), when), gens)
+    alt = [p.target for p in plans if p.target is not None]
+    recorded = any(p.target is None for p in plans)
+    run(ds, alt, when, [sink], recorded=recorded, carry=_carry, slice_runs=slice_runs)
+    return sink.frames
+
+
+# --- the public functions ---------------------------------------------------------------
+
+
+def refresh(
+    dataset: str | Path | Store | Dataset,
+    rules: RulesLike = None,
+    *,
+    as_of: When = None,
+    recorded: bool = True,
+    slice_runs: int = SLICE_RUNS,
+) -> RefreshSummary:
+    """Bring the dataset's decisions store for ``rules`` up to its newest commit at ``as_of``.
+
+    Each rule (and, with ``recorded``, each run's own rule) has its own
+    store, ``DATASET/decisions/<fingerprint>/`` (docs/dataset.md, "The
+    decisions store"). Rows that are final are kept; every other row (new
+    and replaced runs, runs with a newly matched late event, windows still
+    open, signals observed after the row's ``as_of``) is decided again; a
+    rule with no store, or whose store was refreshed at a later ``as_of``, is
+    decided from raw. Each store is written atomically: a refresh killed at
+    any point leaves every store as its last refresh left it.
+
+    Parameters
+    ----------
+    dataset
+        The dataset's path (or a :class:`~ocp_analytics.Dataset` scanned at
+        its newest commit).
+    rules
+        Alternative rules, as for :func:`~ocp_analytics.acceptance`.
+    as_of
+        The instant of knowledge the rows are decided at (now by default).
+    recorded
+        Keep each run's own rule (``recorded``) too.
+    slice_runs
+        Runs evaluated at a time when a rule is decided from raw.
+
+    Returns
+    -------
+    RefreshSummary
+        Rows reused and decided; printed: ``decisions: N reused, M decided``.
+
+    Examples
+    --------
+    >>> import ocp_analytics as oa, tempfile
+    >>> ds = tempfile.mkdtemp() + "/ds"
+    >>> _ = oa.ingest("tests/data/examples/v0.3", ds)
+    >>> print(oa.refresh(ds, "tests", as_of="2027-01-01"))
+    decisions: 0 reused, 14 decided
+    >>> _ = oa.ingest("tests/data/examples/swarm-v02.ocp.json", ds)
+    >>> print(oa.refresh(ds, "tests", as_of="2027-01-02"))
+    decisions: 14 reused, 2 decided
+    """
+    when = resolve_as_of(as_of)
+    ds = _open(dataset)
+    plans = _plans(ds, _targets(rules, recorded), when)
+    with contextlib.ExitStack() as stack:
+        for plan in plans:
+            stack.enter_context(plan.store.writing())
+        gens = {p.label: p.store.start() for p in plans}
+        raw = [p for p in plans if p.record is None]
+        _from_raw(ds, raw, when, {p.label: gens[p.label] for p in raw}, slice_runs)
+        for label, rows in _decide_again(ds, plans, when).items():
+            gens[label].add(rows, _pending(rows))
+        for plan in plans:
+            _commit(plan, gens[plan.label], ds, when)
+    decided = sum(g.rows for g in gens.values())
+    return RefreshSummary(
+        when, ds.snapshot, sum(p.reused for p in plans), decided, _raw_labels(plans)
+    )
+
+
+def _raw_labels(plans: Sequence[_Plan]) -> tuple[str, ...]:
+    return tuple(p.label for p in plans if p.record is None)
+
+
+def _commit(plan: _Plan, gen: Generation, ds: Dataset, when: datetime) -> None:
+    """Write the plan's generation record (nothing when nothing changed)."""
+    record = plan.record
+    unchanged = (
+        record is not None
+        and not gen.parts
+        and not plan.dropped.len()
+        and record["dataset_seq"] == ds.snapshot
+        and record["as_of"] == when.isoformat()
+    )
+    if unchanged:
+        return
+    meta = {
+        "contract": CONTRACT,
+        "rule": canonical_rule(plan.target),
+        "dataset_seq": ds.snapshot,
+        "as_of": when.isoformat(),
+        "rows": plan.reused + gen.rows,
+        "reused": plan.reused,
+        "decided": gen.rows,
+    }
+    plan.store.commit(gen, record, plan.dropped if record is not None else None, meta)
+
+
+def decisions_or_raw(
+    dataset: str | Path | Store | Dataset,
+    rules: RulesLike = None,
+    *,
+    as_of: When = None,
+    recorded: bool = True,
+    slice_runs: int = SLICE_RUNS,
+) -> tuple[pl.DataFrame, RefreshSummary]:
+    """The rows :func:`~ocp_analytics.acceptance` gives, reusing the decisions stores.
+
+    What :func:`refresh` would keep is read from the stores; the rest
+    (every row of a rule with no usable store) is decided now. Nothing is
+    written. The rows are those of a full evaluation at ``as_of`` (the
+    ``as_of`` column included), in another order.
+
+    Returns
+    -------
+    tuple[polars.DataFrame, RefreshSummary]
+        The acceptance rows (``OUTPUT_SCHEMA``) and what was reused and decided.
+
+    Examples
+    --------
+    >>> import ocp_analytics as oa, tempfile
+    >>> from ocp_analytics.api.refresh import decisions_or_raw
+    >>> ds = tempfile.mkdtemp() + "/ds"
+    >>> _ = oa.ingest("tests/data/examples/v0.3", ds)
+    >>> _ = oa.refresh(ds, "tests", as_of="2027-01-01")
+    >>> rows, summary = decisions_or_raw(ds, "tests", as_of="2027-01-01")
+    >>> rows.height, summary.reused
+    (14, 14)
+    """
+    when = resolve_as_of(as_of)
+    ds = _open(dataset)
+    plans = _plans(ds, _targets(rules, recorded), when)
+    kept = [
+        p.store.scan(p.record).filter(~pl.col("doc_id").is_in(p.dropped.implode()))
+        for p in plans
+        if p.record is not None
+    ]
+    raw = _from_raw(ds, [p for p in plans if p.record is None], when, None, slice_runs)
+    fresh = [f for frames in raw.values() for f in frames]
+    fresh += list(_decide_again(ds, plans, when).values())
+    stored = pl.concat(kept).collect() if kept else pl.DataFrame(schema=OUTPUT_SCHEMA)
+    rows = pl.concat(
+        [
+            f.select(list(OUTPUT_SCHEMA)).with_columns(pl.lit(when).alias("as_of"))
+            for f in [stored, *fresh]
+        ],
+        how="vertical_relaxed",
+    )
+    summary = RefreshSummary(
+        when, ds.snapshot, stored.height, rows.height - stored.height, _raw_labels(plans)
+    )
+    return rows.cast(dict(OUTPUT_SCHEMA)), summary  # type: ignore[arg-type]

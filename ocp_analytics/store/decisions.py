@@ -1,0 +1,264 @@
+"""The decisions store: a rule's acceptance rows kept in the dataset, refreshed by generations.
+
+Layout (docs/dataset.md, "The decisions store")::
+
+    DATASET/decisions/<fingerprint>/
+      _generations/NNNNNNNN.json   one record per refresh, written last and atomically
+      parts/G-<id>-NNNNN.parquet   rows decided by generation G (DECISIONS columns)
+      ids/G-<id>-superseded.parquet  doc_ids whose older rows generation G replaces
+      ids/G-<id>-pending.parquet     doc_ids of G's rows that were not final when decided
+
+One folder per rule (``<fingerprint>`` names its canonical definition: see
+:mod:`ocp_analytics.engine.finality`). A record holds ``generation``,
+``dataset_seq`` (the dataset commit the rows were decided from), ``as_of``,
+``rows`` (live rows) and the ``chain``: one entry per generation since the
+last build from raw, each with its ``parts``, ``superseded`` and ``pending``
+files. A row of entry ``i`` is live unless a later entry supersedes its
+``doc_id``. As with a dataset batch, a generation's files are written first
+under names no reader lists, its record last: a refresh killed at any point
+leaves the store as its last record says, and the next refresh deletes what
+the killed one left. This module knows bytes and records only; what a row
+means, and when it is final, is the engine's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+import polars as pl
+import pyarrow as pa
+
+from ocp_analytics import schemas as S
+from ocp_analytics.exceptions import DatasetError, hint
+from ocp_analytics.store.dataset import locked, write_parquet_atomic
+from ocp_analytics.store.storage import Store
+
+__all__ = ["DECISIONS", "DECISIONS_SCHEMA", "DecisionStore", "Generation"]
+
+DECISIONS = "decisions"
+GENERATIONS = "_generations"
+
+# The acceptance columns, the run version each row decides (doc_id) and the
+# latest observed_at among its signals and matched events, when after as_of.
+DECISIONS_SCHEMA = pa.schema(
+    [
+        *S.ACCEPTANCE,
+        pa.field("doc_id", pa.int64(), nullable=False),
+        pa.field("observed_until", S.TS),
+    ]
+)
+_IDS = pa.schema([pa.field("doc_id", pa.int64(), nullable=False)])
+
+
+class Generation:
+    """The files of one refresh of one store, written before its record.
+
+    Parts are written as they come (:meth:`add`); the ids files and the
+    record by :meth:`DecisionStore.commit`.
+    """
+
+    def __init__(self, store: DecisionStore, number: int) -> None:
+        self.store, self.number = store, number
+        self.prefix = f"{number:08d}-{uuid.uuid4().hex[:8]}"
+        self.parts: list[str] = []
+        self.rows = 0
+        self.pending: list[pl.Series] = []
+
+    def add(self, rows: pl.DataFrame, pending: pl.Series) -> None:
+        """Write ``rows`` (DECISIONS columns) as one part; remember its ``pending`` doc_ids."""
+        self.pending.append(pending.cast(pl.Int64))
+        if rows.height == 0:
+            return
+        rel = f"parts/{self.prefix}-{len(self.parts):05d}.parquet"
+        table = rows.select(DECISIONS_SCHEMA.names).to_arrow().cast(DECISIONS_SCHEMA)
+        write_parquet_atomic(table, self.store.root.child(rel))
+        self.parts.append(rel)
+        self.rows += rows.height
+
+    def ids_file(self, ids: pl.Series, kind: str) -> str | None:
+        """Write ``ids`` as the generation's ``kind`` file; None when there are none."""
+        if ids.len() == 0:
+            return None
+        rel = f"ids/{self.prefix}-{kind}.parquet"
+        table = pa.table({"doc_id": ids.cast(pl.Int64).to_arrow()}).cast(_IDS)
+        write_parquet_atomic(table, self.store.root.child(rel))
+        return rel
+
+
+class DecisionStore:
+    """One rule's stored decisions in a dataset: ``DATASET/decisions/<fingerprint>/``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from ocp_analytics.store.storage import store
+    >>> s = DecisionStore(store(tempfile.mkdtemp()), "0123456789abcdef")
+    >>> s.latest() is None, s.root.name
+    (True, '0123456789abcdef')
+    """
+
+    def __init__(self, dataset: Store, fingerprint: str) -> None:
+        self.dataset = dataset
+        self.fingerprint = fingerprint
+        self.root = dataset.child(DECISIONS, fingerprint)
+
+    # --- records --------------------------------------------------------------------
+
+    def records(self) -> list[str]:
+        """The names of the generation records, oldest first."""
+        names = self.root.child(GENERATIONS).names()
+        return sorted(n for n in names if n.endswith(".json") and n[:-5].isdigit())
+
+    def latest(self) -> dict[str, Any] | None:
+        """The newest generation's record; None when the store was never written."""
+        names = self.records()
+        if not names:
+            return None
+        target = self.root.child(GENERATIONS, names[-1])
+        try:
+            record = orjson.loads(target.read_bytes())
+        except orjson.JSONDecodeError as exc:
+            raise DatasetError(
+                hint(
+                    f"the decisions record {target.uri} is not valid JSON ({exc}).",
+                    f"delete the folder {self.root.uri}: the next refresh decides it again.",
+                )
+            ) from None
+        if not isinstance(record, dict) or not isinstance(record.get("chain"), list):
+            raise DatasetError(
+                hint(
+                    f"the decisions record {target.uri} holds no chain of parts.",
+                    f"delete the folder {self.root.uri}: the next refresh decides it again.",
+                )
+            )
+        return record
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold the store's lock (one refresh at a time), its folders made, leftovers removed."""
+        for name in ("", GENERATIONS, "parts", "ids"):
+            (self.root.child(name) if name else self.root).mkdir()
+        with locked(self.root):
+            self.remove_unlisted(self.latest())
+            yield
+
+    def start(self) -> Generation:
+        """A new generation, numbered after every record written."""
+        names = self.records()
+        return Generation(self, int(names[-1][:-5]) + 1 if names else 1)
+
+    def commit(
+        self,
+        gen: Generation,
+        previous: dict[str, Any] | None,
+        superseded: pl.Series | None,
+        meta: dict[str, Any],
+    ) -> dict[str, Any]:
+        """Write ``gen``'s ids files, then its record: the generation becomes the store's.
+
+        ``previous`` is the record the generation follows (None: it starts
+        a new chain, every earlier row replaced); ``superseded`` the doc_ids
+        whose rows in ``previous``'s chain it replaces; ``meta`` the fields
+        the caller keeps (``dataset_seq``, ``as_of``, ``rule``, ``rows``, ...).
+        """
+        pending = pl.concat([pl.Series("doc_id", [], pl.Int64), *gen.pending]).unique().sort()
+        entry = {
+            "parts": gen.parts,
+            "rows": gen.rows,
+            "superseded": None if superseded is None else gen.ids_file(superseded, "superseded"),
+            "pending": gen.ids_file(pending, "pending"),
+        }
+        chain = [] if previous is None else list(previous["chain"])
+        record = {
+            "generation": gen.number,
+            "fingerprint": self.fingerprint,
+            **meta,
+            "committed_at": datetime.now(UTC).isoformat(),
+            "chain": [*chain, entry],
+        }
+        data = orjson.dumps(record, option=orjson.OPT_INDENT_2)
+        target = self.root.child(GENERATIONS, f"{gen.number:08d}.json")
+        if not target.create_exclusive(data):
+            raise DatasetError(
+                hint(
+                    f"generation {gen.number} of {self.root.uri} was written by another refresh.",
+                    "run the refresh again.",
+                )
+            )
+        return record
+
+    # --- reading --------------------------------------------------------------------
+
+    def _ids(self, rel: str | None) -> pl.Series:
+        if rel is None:
+            return pl.Series("doc_id", [], pl.Int64)
+        return pl.read_parquet(
+            self.root.child(rel).uri, storage_options=self.root.storage_options()
+        ).get_column("doc_id")
+
+    def _later_superseded(self, record: dict[str, Any]) -> list[pl.Series]:
+        """For each chain entry, the doc_ids some later entry supersedes."""
+        chain = record["chain"]
+        later: list[pl.Series] = [pl.Series("doc_id", [], pl.Int64)] * len(chain)
+        acc = pl.Series("doc_id", [], pl.Int64)
+        for i in range(len(chain) - 1, -1, -1):
+            later[i] = acc
+            acc = pl.concat([acc, self._ids(chain[i].get("superseded"))])
+        return later
+
+    def scan(self, record: dict[str, Any]) -> pl.LazyFrame:
+        """The live rows of ``record`` (DECISIONS columns), lazily."""
+        frames = []
+        for entry, later in zip(record["chain"], self._later_superseded(record), strict=True):
+            if not entry["parts"]:
+                continue
+            rows = pl.scan_parquet(
+                [self.root.child(p).uri for p in entry["parts"]],
+                storage_options=self.root.storage_options(),
+                glob=False,
+            )
+            frames.append(
+                rows.filter(~pl.col("doc_id").is_in(later.implode())) if len(later) else rows
+            )
+        if not frames:
+            return pl.DataFrame(DECISIONS_SCHEMA.empty_table()).lazy()
+        return pl.concat(frames)
+
+    def pending(self, record: dict[str, Any]) -> pl.Series:
+        """The doc_ids of live rows that were not final when decided."""
+        out = [
+            ids.filter(~ids.is_in(later.implode()))
+            for entry, later in zip(record["chain"], self._later_superseded(record), strict=True)
+            if len(ids := self._ids(entry.get("pending")))
+        ]
+        return pl.concat([pl.Series("doc_id", [], pl.Int64), *out]).unique().sort()
+
+    # --- what no record lists ----------------------------------------------------------
+
+    def remove_unlisted(self, record: dict[str, Any] | None) -> int:
+        """Delete files the newest record does not list (a killed refresh's, a replaced chain's).
+
+        Records before it are kept (they are small) but their rows may be
+        gone: only the newest record is read. Returns the files deleted.
+        """
+        listed: set[str] = set()
+        for entry in [] if record is None else record["chain"]:
+            listed.update(entry["parts"])
+            listed.update(f for f in (entry.get("superseded"), entry.get("pending")) if f)
+        removed = 0
+        for folder in ("parts", "ids"):
+            for name in self.root.child(folder).names():
+                if f"{folder}/{name}" not in listed:
+                    with contextlib.suppress(OSError):
+                        self.root.child(folder, name).delete()
+                        removed += 1
+        for name in self.root.child(GENERATIONS).names():
+            if name.endswith(".tmp"):
+                self.root.child(GENERATIONS, name).delete()
+        return removed

@@ -1,0 +1,167 @@
+"""The decisions store (#38): after every ingest, late events, re-ingest and rule change,
+the refreshed store holds exactly the rows of a full evaluation at the same as_of."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import orjson
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+import ocp_analytics as oa
+from benchmarks.events import _ended, _with_commit, event_records
+from benchmarks.generate import generate_documents
+from ocp_analytics.api.refresh import decisions_or_raw
+from ocp_analytics.engine.finality import fingerprint
+from ocp_analytics.model.rules import Rule
+from ocp_analytics.store.decisions import DecisionStore
+from ocp_analytics.store.storage import store
+
+SEED = 5
+KEY = ["run_id", "rule"]
+
+
+def _docs(start: int, n: int) -> list[dict]:
+    return [
+        _with_commit(d, SEED, i) for i, d in enumerate(generate_documents(n, SEED, start), start)
+    ]
+
+
+def _write(path: Path, records: list[dict]) -> Path:
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+    return path
+
+
+def _stored(ds: Path, rules: list[Rule], recorded: bool = True) -> pl.DataFrame:
+    """Every live row of the rules' stores, as the store holds it."""
+    frames = []
+    for target in ([None] if recorded else []) + list(rules):
+        st = DecisionStore(store(ds), fingerprint(target))
+        record = st.latest()
+        assert record is not None
+        frames.append(st.scan(record).collect())
+    return pl.concat(frames)
+
+
+def _same_as_full(ds: Path, rules: list[Rule], as_of: str) -> pl.DataFrame:
+    """Assert the store's rows are a full evaluation's at ``as_of``; return the stored rows."""
+    stored = _stored(ds, rules)
+    full = oa.acceptance(ds, rules, as_of=as_of)
+    when = datetime.fromisoformat(as_of.replace("Z", "+00:00"))
+    got = stored.drop("doc_id", "observed_until").with_columns(pl.lit(when).alias("as_of"))
+    assert_frame_equal(got.sort(KEY), full.sort(KEY), check_dtypes=False)
+    read, summary = decisions_or_raw(ds, rules, as_of=as_of)
+    assert_frame_equal(read.sort(KEY), full.sort(KEY), check_dtypes=False)
+    assert summary.decided + summary.reused == full.height
+    return stored
+
+
+def test_refresh_matches_a_full_evaluation_after_every_step(tmp_path: Path) -> None:
+    ds = tmp_path / "ds"
+    rules = [Rule.parse("tests"), Rule.parse("tests+review"), Rule.parse("bench_score>=0.5")]
+    docs = _docs(0, 300)
+    oa.ingest(_write(tmp_path / "a.ndjson", docs[:200]), ds)
+
+    # 1. the first refresh decides everything from raw
+    first = oa.refresh(ds, rules, as_of="2026-11-10T00:00:00Z")
+    assert (first.reused, first.decided) == (0, 800)
+    assert set(first.from_raw) == {"recorded", "tests", "tests+review", "bench_score>=0.5"}
+    rows1 = _same_as_full(ds, rules, "2026-11-10T00:00:00Z")
+    final1 = rows1.filter(~pl.col("window_open") & pl.col("observed_until").is_null())
+    assert 0 < final1.height < rows1.height  # some rows were final, some not
+
+    # 2. new runs: only they and the rows not final are decided
+    oa.ingest(_write(tmp_path / "b.ndjson", docs[200:]), ds)
+    second = oa.refresh(ds, rules, as_of="2026-11-20T00:00:00Z")
+    assert second.from_raw == () and second.reused >= final1.height
+    assert second.reused + second.decided == 1200
+    rows2 = _same_as_full(ds, rules, "2026-11-20T00:00:00Z")
+    # a final row is kept as it was decided, its as_of included
+    kept = rows2.join(final1.select("doc_id", "rule"), on=["doc_id", "rule"])
+    assert kept.height == final1.height
+    assert kept["as_of"].unique().to_list() == [datetime(2026, 11, 10, tzinfo=UTC)]
+
+    # 3. late events about old runs (some within their closed windows' reach, some not)
+    ended = {i: _ended(d) for i, d in enumerate(docs)}
+    feed = list(event_records(300, 60, seed=SEED, ended=ended))
+    oa.ingest_events(_write(tmp_path / "events.ndjson", feed), ds)
+    third = oa.refresh(ds, rules, as_of="2026-12-01T00:00:00Z")
+    assert third.reused > 0
+    _same_as_full(ds, rules, "2026-12-01T00:00:00Z")
+
+    # 4. new versions of old runs, refreshed at the same as_of
+    changed = json.loads(json.dumps(docs[10:40]))
+    for d in changed:
+        d["run"]["signals"] = d["run"].get("signals", [])[:1]
+    oa.ingest(_write(tmp_path / "again.ndjson", changed), ds)
+    fourth = oa.refresh(ds, rules, as_of="2026-12-01T00:00:00Z")
+    assert fourth.decided >= 30 * 4 and fourth.reused > 0
+    _same_as_full(ds, rules, "2026-12-01T00:00:00Z")
+
+    # 5. one rule's definition changes: that rule alone is decided from raw
+    changed_rules = [Rule("tests", requires=("tests",), window_days=30), *rules[1:]]
+    fifth = oa.refresh(ds, changed_rules, as_of="2026-12-10T00:00:00Z")
+    assert fifth.from_raw == ("tests",)
+    _same_as_full(ds, changed_rules, "2026-12-10T00:00:00Z")
+
+    # 6. an as_of before the stores': decided from raw, and still a full evaluation's rows
+    sixth = oa.refresh(ds, rules, as_of="2026-11-25T00:00:00Z")
+    assert sixth.reused == 0 and len(sixth.from_raw) == 4
+    _same_as_full(ds, rules, "2026-11-25T00:00:00Z")
+
+    # 7. nothing changed: everything that was final is reused, nothing written
+    again = oa.refresh(ds, rules, as_of="2026-11-25T00:00:00Z")
+    assert again.from_raw == () and again.reused > 0
+    _same_as_full(ds, rules, "2026-11-25T00:00:00Z")
+
+
+def test_a_refresh_killed_before_its_record_leaves_the_store_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ds = tmp_path / "ds"
+    oa.ingest(_write(tmp_path / "a.ndjson", _docs(0, 60)), ds)
+    oa.refresh(ds, "tests", as_of="2026-11-10T00:00:00Z")
+    oa.ingest(_write(tmp_path / "b.ndjson", _docs(60, 20)), ds)
+
+    def killed(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(DecisionStore, "commit", killed)
+    with pytest.raises(KeyboardInterrupt):
+        oa.refresh(ds, "tests", as_of="2026-11-20T00:00:00Z")
+    monkeypatch.undo()
+    st = DecisionStore(store(ds), fingerprint(Rule.parse("tests")))
+    record = st.latest()
+    assert record is not None and record["generation"] == 1
+    assert st.scan(record).collect().height == 60  # the killed generation's parts are not read
+    leftovers = len(st.root.child("parts").names())
+    assert leftovers > len(record["chain"][0]["parts"])
+
+    summary = oa.refresh(ds, "tests", as_of="2026-11-20T00:00:00Z")
+    assert summary.reused + summary.decided == 160
+    _same_as_full(ds, [Rule.parse("tests")], "2026-11-20T00:00:00Z")
+
+
+def test_refresh_refuses_tables_in_memory(examples_dataset: Path) -> None:
+    tables = dict(oa.scan_dataset(examples_dataset).frames)
+    with pytest.raises(oa.DatasetError, match="dataset on disk"):
+        oa.refresh(tables)  # type: ignore[arg-type]
+
+
+def test_the_cli_refresh_says_what_it_reused(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from ocp_analytics.cli.root import app
+
+    ds = tmp_path / "ds"
+    oa.ingest(_write(tmp_path / "a.ndjson", _docs(0, 20)), ds)
+    args = ["refresh", str(ds), "--rule", "tests", "--as-of", "2026-12-01T00:00:00Z"]
+    first = CliRunner().invoke(app, args)
+    assert first.exit_code == 0, first.output
+    assert "decisions: 0 reused, 40 decided" in first.output
+    second = CliRunner().invoke(app, args)
+    assert second.exit_code == 0 and "decisions: " in second.output
