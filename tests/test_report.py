@@ -250,7 +250,7 @@ def test_page_is_self_contained(fleet: tuple[Path, Path, Path]) -> None:
     html = (data.parent / "out" / "report.html").read_text()
     assert "<script" not in html
     assert not re.search(r"(src|href)=\"(https?:)?//", html), "no remote resource"
-    assert html.count("<svg") == 8
+    assert html.count("<svg") == 9  # eight sections, and the sweep of alt_004 (it has a score)
 
 
 # --- empty inputs ---------------------------------------------------------------------

@@ -28,6 +28,7 @@ CHARTS = {
     "rates_by_period",
     "rates_by_group",
     "flips",
+    "sweep",  # the generated rules of seed 3 hold one with a runtime score
     "attempts_distribution",
     "tier_mix",
     "provisional",

@@ -80,9 +80,15 @@ def report(
     """The nightly report: one self-contained HTML page, and each figure's data beside it.
 
     Headline (runs, accept rate with its 95 % interval, decided share, change
-    against the previous window of the same length), accept rate per period
-    and group, the group × rule matrix and largest flips, attempts to
-    acceptance, evidence tiers, provisional acceptances and data quality.
+    against the previous window of the same length with its 95 % interval and
+    a call: improved, regressed, within noise, or not enough data under 30
+    decided runs a side), accept rate per period and group (each period
+    called against the one before), the group × rule matrix and the largest
+    flips with the paired test of each pair of rules (the difference with its
+    paired interval, McNemar's p and Holm's), for each rule with a score
+    (runtime_s<=3600) the accept rate at every score target (the sweep, its
+    own target marked), attempts to acceptance, evidence tiers, provisional
+    acceptances and data quality.
     The header names the instant (as_of) and the commit read (snapshot: --snapshot,
     else the newest), as does every data file: with both, a rerun gives the
     same page. The headline says how fresh the data is: the newest run end and the last
@@ -98,6 +104,8 @@ def report(
       ocp-analytics report runs.dataset --by label.team --since 30d -o report.html
       ocp-analytics report runs.dataset --rules team-bars.toml --by label.team \\
           --since 30d --as-of 2026-12-01T00:00:00Z -o report.html --data-out report-data
+      ocp-analytics report runs.dataset --rule 'tests+runtime_s<=3600' --since 30d \\
+          -o report.html   # with the sweep: where to put the runtime bar
       ocp-analytics report runs.dataset --since 30d --max-staleness 2d -o /srv/www/index.html
       ocp-analytics report runs.dataset --since 7d --as-of 2026-12-01T00:00:00Z \\
           --snapshot 41 -o last-week.html   # last week's page, whatever landed since

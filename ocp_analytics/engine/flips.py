@@ -315,10 +315,23 @@ def format_difference(diff: float | None, low: float | None, high: float | None)
     '+4.3 pts [-10.4, +21.0]'
     >>> format_difference(None, None, None)
     '–'
+
+    A bound that rounds to zero reads ``0.0``, with no sign; a difference
+    that does reads ``+0.0``, never ``-0.0``:
+
+    >>> format_difference(0.003, -0.0004, 0.009)
+    '+0.3 pts [0.0, +0.9]'
+    >>> format_difference(-0.0002, -0.05, 0.04)
+    '+0.0 pts [-5.0, +4.0]'
     """
     if diff is None or low is None or high is None:
         return "–"
-    return f"{100 * diff:+.1f} pts [{100 * low:+.1f}, {100 * high:+.1f}]"
+
+    def points(v: float, zero: str) -> str:
+        text = f"{100 * v:+.1f}"
+        return zero if text in ("+0.0", "-0.0") else text
+
+    return f"{points(diff, '+0.0')} pts [{points(low, '0.0')}, {points(high, '0.0')}]"
 
 
 def format_p(p: float | None, method: str | None = None) -> str:

@@ -19,6 +19,11 @@ from ocp_analytics.reporting.figures import TIERS, group_label, top_flips
 MAX_GROUPS = 12  # groups drawn in the trend chart (all are in the data)
 MAX_LINES = 6  # rules drawn as lines (trend, attempts, provisional): the first ones
 MAX_ATTEMPTS = 15  # attempts drawn in the distribution chart (all are in the data)
+MAX_SWEEP_POINTS = 200  # points drawn per sweep curve (all are in the data)
+MAX_SWEEP_GROUPS = 4  # with groups, the sweep draws those with most runs (all are in the data)
+LOG_SPREAD = (
+    50  # a sweep's x axis is logarithmic when its largest target is this many times its least
+)
 
 WIDTH = 640
 TIER_COLORS = ["#1b7837", "#7fbf7b", "#f1a340", "#bababa"]
@@ -325,6 +330,119 @@ def _quality_chart(figs: dict[str, pl.DataFrame]) -> Any:
     return alt.hconcat(*charts, spacing=60)
 
 
+def thin(curve: pl.DataFrame, keys: Sequence[str], most: int = MAX_SWEEP_POINTS) -> pl.DataFrame:
+    """At most ``most`` rows of each curve (``keys``), evenly spaced by rank, the ends kept.
+
+    The sweep has a point per distinct score value, tens of thousands on a
+    large window; a few hundred draw the same curve in a fraction of the SVG.
+
+    Examples
+    --------
+    >>> df = pl.DataFrame({"k": ["a"] * 1000 + ["b"] * 3, "target": range(1003)})
+    >>> out = thin(df, ["k"], 50)
+    >>> out.group_by("k").len().sort("k").rows(), out["target"].max()
+    ([('a', 50), ('b', 3)], 1002)
+    """
+    n = pl.len().over(keys).cast(pl.Int64)
+    i = pl.int_range(pl.len()).over(keys).cast(pl.Int64)
+    # ranks cut into ``most`` equal buckets (the last holds only the last row): a row a bucket
+    bucket = (i * (most - 1)) // (n - 1)
+    first = (i == 0) | (bucket > ((i - 1) * (most - 1)) // (n - 1))
+    return curve.filter((n <= most) | first)
+
+
+def _sweep_groups(sweep: pl.DataFrame, by: Sequence[str]) -> list[str]:
+    """The groups the sweep draws: the :data:`MAX_SWEEP_GROUPS` with most runs."""
+    runs = sweep.with_columns(group_label(by)).group_by("group").agg(pl.col("runs").max())
+    top = runs.sort(["runs", "group"], descending=[True, False]).head(MAX_SWEEP_GROUPS)
+    return top["group"].to_list()
+
+
+def _sweep_chart(
+    sweep: pl.DataFrame | None, marks: pl.DataFrame, by: Sequence[str], names: Sequence[str]
+) -> Any:
+    """Per rule with a score, its accept rate (95 % band) against the score target.
+
+    A line per drawn group (one without groups); the dashed rule is the
+    rule's own target and the dot its accept rate in the window there
+    (``marks``: the headline's, or the matrix's per group).
+    """
+    import altair as alt
+
+    if sweep is None or sweep.is_empty():
+        return None
+    data = sweep.filter(pl.col("accept_rate").is_not_null()).with_columns(group_label(by))
+    groups = _sweep_groups(data, by)
+    data = thin(data.filter(pl.col("group").is_in(groups)), ["rule", "group"])
+    if data.is_empty():
+        return None
+    if by:
+        color = alt.Color("group:N", title=" / ".join(by), scale=alt.Scale(domain=groups))
+    else:
+        color = _rule_color(names)
+    scored = data.unique("rule", maintain_order=True).head(MAX_LINES)
+    panels = [
+        _sweep_panel(data.filter(pl.col("rule") == r["rule"]), marks, r, color, groups)
+        for r in scored.iter_rows(named=True)
+    ]
+    return alt.vconcat(*panels, spacing=24).resolve_scale(x="independent")
+
+
+def _sweep_panel(
+    curve: pl.DataFrame, marks: pl.DataFrame, rule: dict[str, Any], color: Any, groups: list[str]
+) -> Any:
+    """One rule's sweep: band and line per group, its own target dashed, the rate there a dot."""
+    import altair as alt
+
+    lower = rule["better"] == "lower"
+    # a row's rate holds from its target to the next one (lower is better) or up to it
+    step: Literal["step-after", "step-before"] = "step-after" if lower else "step-before"
+    lo, hi = curve["target"].min(), curve["target"].max()
+    # scores spread over orders of magnitude (runtimes, costs) read better on a log axis
+    log = isinstance(lo, float) and isinstance(hi, float) and lo > 0 and hi / lo >= LOG_SPREAD
+    x = alt.X(
+        "target:Q",
+        title=f"{rule['score']} target ({rule['better']} is better)",
+        scale=alt.Scale(type="log" if log else "linear", zero=False, nice=False),
+    )
+    curve = curve.select("rule", "group", "target", "accept_rate", "ci_low", "ci_high", "runs")
+    base = alt.Chart(curve).encode(x=x, color=color, detail="group:N")
+    band = base.mark_area(opacity=0.12, interpolate=step).encode(
+        y=alt.Y("ci_low:Q", title="accept rate"), y2="ci_high:Q", color=color.legend(None)
+    )
+    # the line layer alone has the legend (a group's colour), and only with groups
+    legend = None if groups == ["all"] else alt.Legend()
+    line = base.mark_line(strokeWidth=1.4, interpolate=step).encode(
+        y=_share_axis(), color=color.legend(legend)
+    )
+    at = marks.filter(
+        (pl.col("rule") == rule["rule"]) & pl.col("group").is_in(groups)
+    ).with_columns(pl.lit(rule["rule_target"]).alias("target"))
+    target = f"{rule['rule_target']:g}"
+    label = f"{rule['rule']}: target {target}"
+    if at.height == 1 and at["accept_rate"][0] is not None:
+        label += f", {100 * at['accept_rate'][0]:.1f} %"
+    dashed = (
+        alt.Chart(pl.DataFrame({"target": [rule["rule_target"]], "label": [label]}))
+        .mark_rule(strokeDash=[4, 3], color="#555")
+        .encode(x="target:Q")
+    )
+    text = dashed.mark_text(align="left", dx=4, dy=-6, fontSize=11, color="#333").encode(
+        text="label:N", y=alt.value(0)
+    )
+    layers = [line, band, dashed, text]
+    at = at.filter(pl.col("accept_rate").is_not_null())
+    if not at.is_empty():
+        point = alt.Chart(at).encode(x="target:Q", color=color.legend(None))
+        layers.append(point.mark_rule(strokeWidth=2).encode(y="ci_low:Q", y2="ci_high:Q"))
+        layers.append(
+            point.mark_point(
+                filled=True, size=55, opacity=1, stroke="white", strokeWidth=0.8
+            ).encode(y="accept_rate:Q")
+        )
+    return alt.layer(*layers).properties(width=WIDTH - 200, height=170)
+
+
 _ID = re.compile(r'\bid="([^"]+)"')
 
 
@@ -349,6 +467,16 @@ def to_svg(chart: Any, prefix: str) -> str:
     return svg
 
 
+def sweep_marks(figs: dict[str, pl.DataFrame], by: Sequence[str]) -> pl.DataFrame:
+    """Each rule's accept rate in the window at its own target: ``rule``, ``group``, the rate.
+
+    The headline's without groups, the matrix's (``rates_by_group``) per
+    group: the rate the sweep's curve gives at the rule's target.
+    """
+    rates = figs["rates_by_group"] if by else figs["headline"]
+    return rates.select("rule", group_label(by), "accept_rate", "ci_low", "ci_high")
+
+
 def svg_charts(figs: dict[str, pl.DataFrame], by: Sequence[str]) -> dict[str, str | None]:
     """Every section's chart as inline SVG (``None`` where there is nothing to draw)."""
     names = figs["headline"]["rule"].to_list()
@@ -357,6 +485,7 @@ def svg_charts(figs: dict[str, pl.DataFrame], by: Sequence[str]) -> dict[str, st
         "rates_by_period": _trend_chart(figs["rates_by_period"], by, names),
         "rates_by_group": _heatmap_chart(figs["rates_by_group"], by, names),
         "flips": _flips_chart(figs["flips"]),
+        "sweep": _sweep_chart(figs.get("sweep"), sweep_marks(figs, by), by, names),
         "attempts_distribution": _attempts_chart(figs["attempts_distribution"], names),
         "tier_mix": _tier_chart(figs["tier_mix"], names),
         "provisional": _provisional_chart(figs["provisional"], names),

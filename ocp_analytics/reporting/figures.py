@@ -5,7 +5,9 @@ the previous one, a slice of runs at a time, into the same sinks
 :func:`~ocp_analytics.rates`, :func:`~ocp_analytics.compare` and
 :func:`~ocp_analytics.attempts_distribution` use (so memory stays that of
 ``rates`` and every number is theirs; ``tests/test_report.py`` holds them to
-those functions), plus the dataset's ``quarantine`` and ``findings``.
+those functions), plus the dataset's ``quarantine`` and ``findings``, and
+the threshold sweep of each rule with a score (:func:`~ocp_analytics.sweep`,
+its own pass over the window).
 """
 
 from __future__ import annotations
@@ -47,6 +49,10 @@ FIGURES = {
     "not rule_b (flip_share of the runs compared), sample run ids; paired table a, b, c, d "
     "over the n runs decided under both, difference of accept rates (rule_a minus rule_b) "
     "with Newcombe's paired interval, McNemar p_value (p_method), Holm-adjusted p_holm",
+    "sweep": "written when a rule has a score: per rule with a score (its score, better and "
+    f"rule_target, its own target) and group ({_GROUPS}), the accept rate at every observed "
+    "score value as the target over the window, as oa.sweep gives it: target, runs, accepted, "
+    "rejected, unknown, decided, accept_rate, ci_low, ci_high (95 % Wilson), as_of",
     "attempts_distribution": "accepted runs by the attempt at which they were accepted, per rule",
     "tier_mix": "decided runs per rule and evidence tier, and their share",
     "provisional": "accepted runs whose late-event window is still open, per period and rule",
@@ -316,6 +322,37 @@ def _quality(ds: Dataset) -> dict[str, pl.DataFrame]:
     return out
 
 
+def _sweep(ctx: Context) -> dict[str, pl.DataFrame]:
+    """``sweep``: :func:`~ocp_analytics.sweep` of each rule with a score, over the window.
+
+    Empty (no figure, no section) when no rule of the report has a score;
+    the recorded rules vary from run to run, so only the named rules are
+    swept. Each rule's curve is one more pass over the window's slices (its
+    cost: docs/report.md, "Cost").
+    """
+    from ocp_analytics.api.sweep import sweep
+
+    parts = []
+    for rule in ctx.rules:
+        if rule.score is None:
+            continue
+        with warnings.catch_warnings():
+            # the evaluation loop has warned of these rules' unknown names already
+            warnings.simplefilter("ignore")
+            curve = sweep(
+                ctx.dataset, rule, by=ctx.by, as_of=ctx.as_of, since=ctx.since, until=ctx.until
+            )
+        about = {"rule": rule.name, "score": rule.score.name, "better": rule.score.better}
+        parts.append(
+            curve.select(
+                *(pl.lit(v, pl.String).alias(k) for k, v in about.items()),
+                pl.lit(rule.score.target, pl.Float64).alias("rule_target"),
+                pl.all(),
+            )
+        )
+    return {"sweep": pl.concat(parts, how="vertical_relaxed")} if parts else {}
+
+
 def build_figures(ctx: Context) -> dict[str, pl.DataFrame]:
     """Every figure of the page, as DataFrames named like their data files (:data:`FIGURES`)."""
     from ocp_analytics.store.dataset import scan_dataset
@@ -332,6 +369,7 @@ def build_figures(ctx: Context) -> dict[str, pl.DataFrame]:
             _matrix_long(matrix, ctx.by, ctx.names), ev["by_group"], ctx.by
         ),
         "flips": _flips(ev["flips"]),
+        **_sweep(ctx),
         "attempts_distribution": ev["attempts"],
         "tier_mix": _tier_mix(head),
         "provisional": _provisional(ev["trend"]),

@@ -19,6 +19,8 @@ from ocp_analytics.reporting.charts import (
     MAX_ATTEMPTS,
     MAX_GROUPS,
     MAX_LINES,
+    MAX_SWEEP_GROUPS,
+    MAX_SWEEP_POINTS,
     svg_charts,
 )
 from ocp_analytics.reporting.context import Context
@@ -243,7 +245,22 @@ def _notes(figs: dict[str, pl.DataFrame], ctx: Context) -> dict[str, Any]:
         if len(names) > MAX_LINES
         else "",
         "attempts_cut": MAX_ATTEMPTS if isinstance(max_k, int) and max_k > MAX_ATTEMPTS else None,
+        "sweep_note": _sweep_note(figs.get("sweep"), ctx.by),
     }
+
+
+def _sweep_note(sweep: pl.DataFrame | None, by: Sequence[str]) -> str:
+    """What the sweep chart leaves out: points past a few hundred, groups, rules past six."""
+    if sweep is None:
+        return ""
+    parts = [f"Each curve draws at most {MAX_SWEEP_POINTS} of its points"]
+    groups = sweep.select(group_label(by)).n_unique() if by else 0
+    if groups > MAX_SWEEP_GROUPS:
+        parts.append(f"a line for each of the {MAX_SWEEP_GROUPS} groups with most runs")
+    rules = sweep["rule"].unique(maintain_order=True).to_list()
+    if len(rules) > MAX_LINES:
+        parts.append(f"a panel for the first {MAX_LINES} of the {len(rules)} rules with a score")
+    return "; ".join(parts) + ": every point of every group and rule is in the data."
 
 
 def _tables(figs: dict[str, pl.DataFrame], ctx: Context) -> dict[str, Any]:

@@ -147,8 +147,10 @@ def report(
     previous window and its call (improved, regressed, within noise, not
     enough data), accept rate per period and group with each period's change
     against the one before, the group × rule matrix and the largest flips
-    with their paired test, attempts to acceptance, evidence tiers,
-    provisional acceptances and data quality. Group columns are named as
+    with their paired test, for each rule with a score the accept rate at
+    every score target (the threshold sweep, :func:`~ocp_analytics.sweep`),
+    attempts to acceptance, evidence tiers, provisional acceptances and data
+    quality. Group columns are named as
     ``by`` spells them in every data file, as :func:`~ocp_analytics.rates`
     names them.
 
