@@ -371,3 +371,29 @@ def test_sql_passk_query_gives_the_engine_figures(tries: tuple[Path, list[dict]]
     assert_frame_equal(sql, engine, check_dtypes=False, rel_tol=1e-12)
     with pytest.raises(Exception, match="ocp_k must be a whole number"):
         run_query(ds, sql_files() / "queries" / "passk.sql", as_of=AS_OF)
+
+
+@pytest.mark.parametrize("measure", ["cost_usd", "output_tokens", "wall_s"])
+def test_sql_cost_query_gives_the_engine_figures(
+    tries: tuple[Path, list[dict]], costly: Path, measure: str
+) -> None:
+    """``sql/queries/cost.sql`` is oa.cost without groups, to the last bit but float sums."""
+    from ocp_analytics.sql import run_query, sql_files
+
+    for ds in (tries[0], costly):
+        engine = oa.cost(ds, ["tests"], measure=measure, as_of=AS_OF)  # type: ignore[arg-type]
+        sql = run_query(
+            ds,
+            sql_files() / "queries" / "cost.sql",
+            rules=["tests"],
+            as_of=AS_OF,
+            variables={"ocp_measure": measure},
+        )
+        assert_frame_equal(sql, engine, rel_tol=1e-12)
+    with pytest.raises(Exception, match="cannot measure cost as 'dollars'"):
+        run_query(
+            costly,
+            sql_files() / "queries" / "cost.sql",
+            as_of=AS_OF,
+            variables={"ocp_measure": "dollars"},
+        )

@@ -159,6 +159,9 @@ def _engine_rows(case: dict, ds: Path) -> list[dict]:
         frame = oa.rates(ds, rules, by=variables["ocp_by"], min_tier=min_tier, as_of=as_of)
     elif kind == "queries/passk.sql":
         frame = oa.passk(ds, rules, k=variables["ocp_k"], as_of=as_of).sort("rule", "k")
+    elif kind == "queries/cost.sql":
+        measure = variables.get("ocp_measure", "cost_usd")
+        frame = oa.cost(ds, rules, measure=measure, as_of=as_of)
     elif kind == "queries/rates_by_label.sql":
         key = variables["ocp_label"]
         frame = oa.rates(ds, rules, by=f"label.{key}", min_tier=min_tier, as_of=as_of)

@@ -104,22 +104,22 @@ SET VARIABLE ocp_batch_files = (
 SET VARIABLE ocp_files = (
     WITH lists AS (
         SELECT
-            flatten(list(files.runs       ORDER BY seq)) AS runs,
-            flatten(list(replaces.runs      )) AS runs_gone,
-            flatten(list(files.attempts   ORDER BY seq)) AS attempts,
-            flatten(list(replaces.attempts  )) AS attempts_gone,
-            flatten(list(files.signals    ORDER BY seq)) AS signals,
-            flatten(list(replaces.signals   )) AS signals_gone,
-            flatten(list(files.rules      ORDER BY seq)) AS rules,
-            flatten(list(replaces.rules     )) AS rules_gone,
-            flatten(list(files.artifacts  ORDER BY seq)) AS artifacts,
-            flatten(list(replaces.artifacts )) AS artifacts_gone,
-            flatten(list(files.findings   ORDER BY seq)) AS findings,
-            flatten(list(replaces.findings  )) AS findings_gone,
-            flatten(list(files.quarantine ORDER BY seq)) AS quarantine,
-            flatten(list(replaces.quarantine)) AS quarantine_gone,
-            flatten(list(files.events     ORDER BY seq)) AS events,
-            flatten(list(replaces.events    )) AS events_gone
+            flatten(list(files.runs       ORDER BY seq)) AS listed_runs,
+            flatten(list(replaces.runs      )) AS gone_runs,
+            flatten(list(files.attempts   ORDER BY seq)) AS listed_attempts,
+            flatten(list(replaces.attempts  )) AS gone_attempts,
+            flatten(list(files.signals    ORDER BY seq)) AS listed_signals,
+            flatten(list(replaces.signals   )) AS gone_signals,
+            flatten(list(files.rules      ORDER BY seq)) AS listed_rules,
+            flatten(list(replaces.rules     )) AS gone_rules,
+            flatten(list(files.artifacts  ORDER BY seq)) AS listed_artifacts,
+            flatten(list(replaces.artifacts )) AS gone_artifacts,
+            flatten(list(files.findings   ORDER BY seq)) AS listed_findings,
+            flatten(list(replaces.findings  )) AS gone_findings,
+            flatten(list(files.quarantine ORDER BY seq)) AS listed_quarantine,
+            flatten(list(replaces.quarantine)) AS gone_quarantine,
+            flatten(list(files.events     ORDER BY seq)) AS listed_events,
+            flatten(list(replaces.events    )) AS gone_events
         FROM read_json(
             -- the format marker is always present, so the list is never empty
             list_transform(
@@ -135,21 +135,21 @@ SET VARIABLE ocp_files = (
         WHERE files IS NOT NULL
     )
     SELECT MAP {
-        'runs':       coalesce(list_filter(runs, lambda f: NOT list_contains(coalesce(runs_gone, []), f)), [])
+        'runs':       coalesce(list_filter(listed_runs, lambda f: NOT list_contains(coalesce(gone_runs, []), f)), [])
             || ['_schema/runs.parquet'],
-        'attempts':   coalesce(list_filter(attempts, lambda f: NOT list_contains(coalesce(attempts_gone, []), f)), [])
+        'attempts':   coalesce(list_filter(listed_attempts, lambda f: NOT list_contains(coalesce(gone_attempts, []), f)), [])
             || ['_schema/attempts.parquet'],
-        'signals':    coalesce(list_filter(signals, lambda f: NOT list_contains(coalesce(signals_gone, []), f)), [])
+        'signals':    coalesce(list_filter(listed_signals, lambda f: NOT list_contains(coalesce(gone_signals, []), f)), [])
             || ['_schema/signals.parquet'],
-        'rules':      coalesce(list_filter(rules, lambda f: NOT list_contains(coalesce(rules_gone, []), f)), [])
+        'rules':      coalesce(list_filter(listed_rules, lambda f: NOT list_contains(coalesce(gone_rules, []), f)), [])
             || ['_schema/rules.parquet'],
-        'artifacts':  coalesce(list_filter(artifacts, lambda f: NOT list_contains(coalesce(artifacts_gone, []), f)), [])
+        'artifacts':  coalesce(list_filter(listed_artifacts, lambda f: NOT list_contains(coalesce(gone_artifacts, []), f)), [])
             || ['_schema/artifacts.parquet'],
-        'findings':   coalesce(list_filter(findings, lambda f: NOT list_contains(coalesce(findings_gone, []), f)), [])
+        'findings':   coalesce(list_filter(listed_findings, lambda f: NOT list_contains(coalesce(gone_findings, []), f)), [])
             || ['_schema/findings.parquet'],
-        'quarantine': coalesce(list_filter(quarantine, lambda f: NOT list_contains(coalesce(quarantine_gone, []), f)), [])
+        'quarantine': coalesce(list_filter(listed_quarantine, lambda f: NOT list_contains(coalesce(gone_quarantine, []), f)), [])
             || ['_schema/quarantine.parquet'],
-        'events':     coalesce(list_filter(events, lambda f: NOT list_contains(coalesce(events_gone, []), f)), [])
+        'events':     coalesce(list_filter(listed_events, lambda f: NOT list_contains(coalesce(gone_events, []), f)), [])
             || ['_schema/events.parquet']
     }
     FROM lists
