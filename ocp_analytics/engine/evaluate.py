@@ -135,6 +135,18 @@ def open_tables(
     return ds.frames, ds.manifest, ds.scans if superseded else None, ds.signal_links
 
 
+def _stale(ds: Dataset) -> pl.DataFrame | None:
+    """The ``doc_id`` of every run version read that a newer one replaces; None: none can be.
+
+    Read from :attr:`Dataset.versions`: the versions of the parts read and of
+    every part (read or not) that may hold a newer version of one of them.
+    """
+    if ds.versions is None:
+        return None
+    newest = pl.col("doc_id").max().over("run_id")
+    return ds.versions.filter(pl.col("doc_id") < newest).select("doc_id").collect()
+
+
 def without_absent_links(
     tables: Tables, links: Mapping[int, bool], lo: int = 0, hi: int = _LAST_ID
 ) -> Tables:
@@ -189,7 +201,12 @@ def doc_ranges(manifest: pl.DataFrame | None, size: int = SLICE_RUNS) -> list[tu
 
 
 def slices(
-    dataset: DatasetLike, size: int = SLICE_RUNS, snapshot: Snapshot = None
+    dataset: DatasetLike,
+    size: int = SLICE_RUNS,
+    snapshot: Snapshot = None,
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
 ) -> Iterator[Tables]:
     """The dataset's tables (at ``snapshot``), a ``doc_id`` range at a time (:func:`doc_ranges`).
 
@@ -198,23 +215,29 @@ def slices(
     ``doc_id`` let each slice read only its own row groups. Superseded run
     versions are found once (a usually short list of ids) and removed from
     each slice, so no slice reads the whole dataset.
+
+    With a window (``since``, ``until``), the parts the manifest says hold no
+    run of it are not opened (:meth:`Dataset.within`), and only the batches
+    of the parts read are cut into ranges: the slices hold every run of the
+    window, and may hold others (:func:`windowed` removes them).
     """
-    frames, manifest, scans, links = open_tables(dataset, snapshot)
+    ds = scan_at(dataset, snapshot)
+    if not isinstance(ds, Dataset):
+        yield {k: v.lazy() for k, v in ds.items()}
+        return
+    ds = ds.within(since, until)
+    frames, manifest, links = ds.frames, ds.manifest, ds.signal_links
+    if ds.parts is not None and ds.parts.pruned:
+        manifest = manifest.filter(pl.col("seq").is_in(sorted(ds.parts.seqs)))
     ranges = doc_ranges(manifest, size)
     if len(ranges) <= 1:
         yield without_absent_links(frames, links)
         return
     if "events" in frames:  # read once, not once a slice: every slice matches against all
-        held = frames["events"].select(_EVENT_COLUMNS).collect().lazy()
-        frames = {**frames, "events": held}
-        if scans is not None:
-            scans = {**scans, "events": held}
-    stale: pl.DataFrame | None = None
-    if scans is not None:
-        newest = pl.col("doc_id").max().over("run_id")
-        runs = scans["runs"].select("run_id", "doc_id")
-        stale = runs.filter(pl.col("doc_id") < newest).select("doc_id").collect()
-        frames = scans
+        frames = {**frames, "events": frames["events"].select(_EVENT_COLUMNS).collect().lazy()}
+    stale = _stale(ds)
+    if stale is not None:  # each slice removes its own stale versions from the unfiltered scans
+        frames = {**ds.scans, "events": frames["events"]} if "events" in frames else ds.scans
     for lo, hi in ranges:
         keep = pl.col("doc_id").is_between(lo, hi, closed="left")
         part = {t: f.filter(keep) if t in SLICED_TABLES else f for t, f in frames.items()}
@@ -292,7 +315,7 @@ def run(
     """
     wanted = list(dict.fromkeys(c for s in sinks for c in s.columns))
     coded = bool(sinks) and all(getattr(s, "coded", False) for s in sinks)
-    parts = list(slices(dataset, slice_runs))
+    parts = list(slices(dataset, slice_runs, since=since, until=until))
     exprs: Sequence[pl.Expr] | None = None
     conds: Sequence[pl.Expr] = ()
     # Leaving the pool waits for a hand-over still running, also when the

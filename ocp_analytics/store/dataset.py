@@ -53,6 +53,7 @@ from ocp_analytics.store.commits import STAGING as STAGING
 from ocp_analytics.store.commits import record_names as record_names
 from ocp_analytics.store.commits import remove_orphans as remove_orphans
 from ocp_analytics.store.manifest import PartEntry, describe_part
+from ocp_analytics.store.prune import PartChoice, choose_parts
 from ocp_analytics.store.storage import Store, store
 
 if TYPE_CHECKING:
@@ -125,8 +126,7 @@ def is_dataset(path: str | Path | Store) -> bool:
 
 
 def _skeleton_names() -> set[str]:
-    names = {BATCHES, SCHEMA_DIR, ".lock", f".{MARKER}.tmp", *S.TABLES}
-    return names
+    return {BATCHES, SCHEMA_DIR, ".lock", f".{MARKER}.tmp", *S.TABLES}
 
 
 def _is_unfinished(root: Store) -> bool:
@@ -264,6 +264,38 @@ class Dataset:
     # seq of every batch with signals -> whether its signals carry the attempt link
     signal_links: dict[int, bool] = field(default_factory=dict)
     snapshot: int | None = None
+    # The records read (None: tables built by hand), the parts scanned (store/prune.py),
+    # run_id and doc_id of each row the run-version rule compares (None: none replaced).
+    records: list[dict[str, Any]] | None = field(default=None, repr=False)
+    parts: PartChoice | None = field(default=None, repr=False)
+    versions: pl.LazyFrame | None = field(default=None, repr=False)
+
+    def within(self, since: datetime | None, until: datetime | None) -> Dataset:
+        """The dataset as a read of the runs in ``[since, until)`` needs it, parts pruned.
+
+        Every run whose time (``ended_at``, else ``started_at``) is in the
+        window is there with all its rows, at its current version; runs
+        outside it may be too (filter them). Parts the manifest says cannot
+        hold such a run are never opened (store/prune.py). Unbounded, or with
+        nothing to prune: the dataset itself.
+
+        Examples
+        --------
+        >>> import ocp_analytics as oa, tempfile
+        >>> from datetime import UTC, datetime
+        >>> out = tempfile.mkdtemp() + "/ds"
+        >>> _ = oa.ingest("tests/data/examples/v0.3/solo.ocp.json", out)
+        >>> ds = oa.scan_dataset(out)
+        >>> later = ds.within(datetime(2030, 1, 1, tzinfo=UTC), None)
+        >>> later.parts.files["runs"], later.runs.collect().height, ds.within(None, None) is ds
+        ([], 0, True)
+        """
+        if self.records is None or (since is None and until is None):
+            return self
+        choice = choose_parts(self.path, self.records, since, until)
+        if not choice.pruned:
+            return self
+        return _scanned(self.path, self.records, choice, self.snapshot)
 
     def __getitem__(self, name: str) -> pl.LazyFrame:
         return self.frames[name]
@@ -323,15 +355,29 @@ def scan_dataset(path: str | Path | Store, *, snapshot: Snapshot = None) -> Data
     """
     root = open_existing(path)
     records = read_commits(root, snapshot)
-    scans = {t: _scan(root, table_files(root, records, t), t) for t in S.TABLES}
+    last = max((r["seq"] for r in records), default=None)
+    return _scanned(root, records, choose_parts(root, records, None, None), last)
+
+
+def _scanned(
+    root: Store, records: list[dict[str, Any]], choice: PartChoice, last: int | None
+) -> Dataset:
+    """The dataset of ``records`` reading the parts ``choice`` names, current versions only."""
+    scans = {t: _scan(root, choice.files[t], t) for t in S.TABLES}
     frames = dict(scans)
-    if any(r.get("superseding", 0) for r in records):
-        current = scans["runs"].group_by("run_id").agg(pl.col("doc_id").max()).select("doc_id")
+    versions = None
+    if choice.resolve:
+        versions = scans["runs"].select("run_id", "doc_id")
+        if choice.versions:  # parts outside the window that may hold a newer version
+            newer = _scan(root, choice.versions, "runs").select("run_id", "doc_id")
+            versions = pl.concat([versions, newer])
+        current = versions.group_by("run_id").agg(pl.col("doc_id").max()).select("doc_id")
         for t in S.RUN_TABLES:
             frames[t] = scans[t].join(current, on="doc_id", how="semi")
     links = {r["seq"]: bool(r.get(SIGNAL_LINKS)) for r in records if r["files"].get("signals")}
-    last = max((r["seq"] for r in records), default=None)
-    return Dataset(root, frames, manifest_frame(records), scans, links, last)
+    return Dataset(
+        root, frames, manifest_frame(records), scans, links, last, records, choice, versions
+    )
 
 
 def scan_at(
