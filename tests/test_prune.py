@@ -320,3 +320,19 @@ def test_rates_by_period_in_a_window_are_the_same_pruned_or_not(
         want = oa.rates(ds, rules, as_of=AS_OF, since=since, period="day")
     assert_frame_equal(got, want)
     assert got.height > 0
+
+
+@pytest.mark.parametrize(("a", "b"), [(0.1, 0.2), (0.45, 0.7), (0.9, None)])
+def test_a_compacted_dataset_reads_the_same_windows(
+    daily: tuple[Path, Path, list[datetime]], tmp_path: Path, a: float, b: float | None
+) -> None:
+    """Compaction keeps doc_ids and the batches' records, so pruning still finds every version."""
+    from ocp_analytics.store.maintenance import compact
+
+    ds, rules, times = daily
+    compacted = tmp_path / "ds"
+    shutil.copytree(ds, compacted)
+    compact(compacted, target_bytes=64 << 20)
+    since, until = _window(times, a, b)
+    want = _acceptance(ds, rules, since, until, 100_000)
+    assert_frame_equal(_same_with_and_without_pruning(compacted, rules, since, until), want)
