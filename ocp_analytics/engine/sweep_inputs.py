@@ -151,7 +151,7 @@ def collect_sweep_rows(
     frames: list[pl.DataFrame] = []
     exprs: Sequence[pl.Expr] | None = None
     conds: Sequence[pl.Expr] = ()
-    for part in slices(dataset, slice_runs):
+    for part in slices(dataset, slice_runs, since=since, until=until):
         if exprs is None:
             schema = part["runs"].collect_schema()
             exprs = carry(schema) if carry else ()
