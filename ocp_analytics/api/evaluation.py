@@ -11,9 +11,7 @@ flip partials.
 from __future__ import annotations
 
 import base64
-import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -22,8 +20,9 @@ import pyarrow as pa
 
 from ocp_analytics._typing import DatasetLike, Period, RulesLike, Tier, When
 from ocp_analytics.api._partials import rate_partials, with_cluster
+from ocp_analytics.api._scope import _Scope as _Scope
 from ocp_analytics.engine.acceptance import CODED, OUTPUT_SCHEMA, enum_words, turned_by_late_event
-from ocp_analytics.engine.evaluate import SLICE_RUNS, Sink, run
+from ocp_analytics.engine.evaluate import SLICE_RUNS
 from ocp_analytics.engine.flips import FlipPartials
 from ocp_analytics.engine.groups import (
     compare_arguments,
@@ -32,80 +31,18 @@ from ocp_analytics.engine.groups import (
     named_rates,
     warn_missing_labels,
 )
-from ocp_analytics.engine.known import KnownNames
 from ocp_analytics.engine.rates import (
     By,
     compare_matrix,
 )
-from ocp_analytics.engine.timeaxis import resolve_as_of, resolve_window
 from ocp_analytics.exceptions import OcpAnalyticsError, hint
-from ocp_analytics.model.rules import Rule, resolve_rules
+from ocp_analytics.model.rules import resolve_rules
 from ocp_analytics.schemas import ACCEPTANCE, as_views
 from ocp_analytics.store.commits import Snapshot
 from ocp_analytics.store.dataset import Dataset, scan_at
 from ocp_analytics.store.parquet_writer import ThreadedParquetWriter, atomic_parquet
 
 __all__ = ["acceptance", "attempts_distribution", "compare", "rates", "write_acceptance"]
-
-
-@dataclass(frozen=True)
-class _Scope:
-    """What a call evaluates, its arguments read: rules, instant, window, filters, slicing."""
-
-    rules: list[Rule]
-    as_of: datetime
-    since: datetime | None
-    until: datetime | None
-    recorded: bool
-    slice_runs: int = SLICE_RUNS
-    where: tuple[str, ...] = ()
-
-    @classmethod
-    def read(
-        cls,
-        rules: list[Rule],
-        as_of: When,
-        since: When,
-        until: When,
-        recorded: bool,
-        slice_runs: int = SLICE_RUNS,
-        where: Sequence[str] = (),
-    ) -> _Scope:
-        when = resolve_as_of(as_of)
-        window = resolve_window(since, until, when)
-        filters = (where,) if isinstance(where, str) else tuple(where)
-        return cls(rules, when, *window, recorded, slice_runs, filters)
-
-    def run(
-        self,
-        dataset: DatasetLike,
-        sinks: Sequence[Sink],
-        carry: Callable[[pl.Schema], Sequence[pl.Expr]] | None = None,
-        progress: Callable[[int, int], None] | None = None,
-        stacklevel: int = 3,
-    ) -> None:
-        """The evaluation loop over ``dataset``, its decisions handed to ``sinks``.
-
-        Then a warning (at ``stacklevel``: the public function's caller) for
-        each verdict or score a rule names that no run kept carries.
-        """
-        known = KnownNames(self.rules)
-        run(
-            dataset,
-            self.rules,
-            self.as_of,
-            sinks,
-            recorded=self.recorded,
-            since=self.since,
-            until=self.until,
-            carry=carry,
-            slice_runs=self.slice_runs,
-            progress=progress,
-            where=self.where,
-            known=known,
-        )
-        for message in known.messages():
-            warnings.warn(message, UserWarning, stacklevel=stacklevel)
 
 
 # --- acceptance rows: kept in memory, or written to one Parquet file ------------------
@@ -236,6 +173,7 @@ def acceptance(
     late_only: bool = False,
     where: Sequence[str] = (),
     snapshot: Snapshot = None,
+    use_decisions: bool = True,
 ) -> pl.DataFrame:
     """Acceptance of every run, under its recorded rule and alternative rules.
 
@@ -272,6 +210,12 @@ def acceptance(
         latest. With ``as_of``, the same call gives the same rows after any
         later ingest (docs/dataset.md, "Snapshots"). Refused with a scanned
         :class:`~ocp_analytics.Dataset` (scan it at the snapshot instead).
+    use_decisions
+        Read each rule's rows from the dataset's decisions store
+        (:func:`~ocp_analytics.refresh`) where it gives the rows of a full
+        evaluation at ``as_of``, deciding only what is not final there; the
+        rows are the same either way (docs/dataset.md, "The decisions
+        store"). False: evaluate every run from raw.
 
     Warns
     -----
@@ -298,7 +242,9 @@ def acceptance(
     >>> row["outcome"], row["tier"], row["accepted_attempt"], row["attempts_to_acceptance"]
     ('accepted', 'reported', 'review.a2', 4)
     """
-    scope = _Scope.read(resolve_rules(rules), as_of, since, until, recorded, where=where)
+    scope = _Scope.read(
+        resolve_rules(rules), as_of, since, until, recorded, where=where, decisions=use_decisions
+    )
     dataset = scan_at(dataset, snapshot)
     sink = _Collect(turned_by_late_event() if late_only else None)
     scope.run(dataset, [sink])
@@ -321,6 +267,7 @@ def write_acceptance(
     progress: Callable[[int, int], None] | None = None,
     where: Sequence[str] = (),
     snapshot: Snapshot = None,
+    use_decisions: bool = True,
 ) -> int:
     """Write acceptance rows to one Parquet file, a slice of runs at a time.
 
@@ -336,7 +283,7 @@ def write_acceptance(
 
     Parameters
     ----------
-    dataset, rules, as_of, recorded, since, until, late_only, where, snapshot
+    dataset, rules, as_of, recorded, since, until, late_only, where, snapshot, use_decisions
         As for :func:`acceptance`.
     out
         The Parquet file to write.
@@ -358,7 +305,9 @@ def write_acceptance(
     >>> oa.write_acceptance(tmp + "/ds", tmp + "/acc.parquet", "tests", as_of="2027-01-01")
     14
     """
-    scope = _Scope.read(resolve_rules(rules), as_of, since, until, recorded, slice_runs, where)
+    scope = _Scope.read(
+        resolve_rules(rules), as_of, since, until, recorded, slice_runs, where, use_decisions
+    )
     target = Path(out)
     if not target.parent.is_dir():
         raise OcpAnalyticsError(
@@ -396,6 +345,7 @@ def rates(
     where: Sequence[str] = (),
     snapshot: Snapshot = None,
     cluster: str | None = None,
+    use_decisions: bool = True,
 ) -> pl.DataFrame:
     """Acceptance rates per group and rule, optionally per period.
 
@@ -403,7 +353,7 @@ def rates(
 
     Parameters
     ----------
-    dataset, rules, as_of, recorded, since, until, where, snapshot
+    dataset, rules, as_of, recorded, since, until, where, snapshot, use_decisions
         As for :func:`acceptance`.
     by
         Group columns: any ``runs`` column, or ``label.KEY`` for a label
@@ -458,7 +408,9 @@ def rates(
     >>> oa.rates(ds, as_of="2027-01-01", snapshot=1)["runs"].item()
     7
     """
-    scope = _Scope.read(resolve_rules(rules), as_of, since, until, recorded, slice_runs, where)
+    scope = _Scope.read(
+        resolve_rules(rules), as_of, since, until, recorded, slice_runs, where, use_decisions
+    )
     ds = scan_at(dataset, snapshot)
     sink, names, keys, clusters = rate_partials(ds, scope, by, period, min_tier, cluster=cluster)
     out = named_rates(sink, keys, names)
@@ -480,12 +432,13 @@ def attempts_distribution(
     slice_runs: int = SLICE_RUNS,
     where: Sequence[str] = (),
     snapshot: Snapshot = None,
+    use_decisions: bool = True,
 ) -> pl.DataFrame:
     """Accepted runs by the attempt at which they were accepted, per group and rule.
 
     Parameters
     ----------
-    dataset, rules, as_of, recorded, since, until, where, snapshot
+    dataset, rules, as_of, recorded, since, until, where, snapshot, use_decisions
         As for :func:`acceptance`.
     by, slice_runs
         As for :func:`rates`.
@@ -507,7 +460,9 @@ def attempts_distribution(
     >>> d.select("rule", "attempts_to_acceptance", "share").rows()
     [('recorded', 4, 1.0)]
     """
-    scope = _Scope.read(resolve_rules(rules), as_of, since, until, recorded, slice_runs, where)
+    scope = _Scope.read(
+        resolve_rules(rules), as_of, since, until, recorded, slice_runs, where, use_decisions
+    )
     sink, names, keys, _ = rate_partials(scan_at(dataset, snapshot), scope, by)
     named = sink.distribution(empty_decisions(keys)).rename(dict(zip(keys, names, strict=True)))
     return named.collect()
@@ -526,12 +481,13 @@ def compare(
     slice_runs: int = SLICE_RUNS,
     where: Sequence[str] = (),
     snapshot: Snapshot = None,
+    use_decisions: bool = True,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Teams' bars side by side: a rate matrix and, per rule pair, flips and a paired test.
 
     Parameters
     ----------
-    dataset, as_of, recorded, since, until, where, snapshot
+    dataset, as_of, recorded, since, until, where, snapshot, use_decisions
         As for :func:`acceptance`.
     rules
         The rules to compare (each run's own rule too, with ``recorded``).
@@ -576,7 +532,7 @@ def compare(
     alt, names, cols = compare_arguments(rules, by, sample, recorded)
     gnames, keys = groups(cols, None)
     flips = FlipPartials(names, sample, keys=keys)
-    scope = _Scope.read(alt, as_of, since, until, recorded, slice_runs, where)
+    scope = _Scope.read(alt, as_of, since, until, recorded, slice_runs, where, use_decisions)
     sink, _, _, _ = rate_partials(scan_at(dataset, snapshot), scope, cols, flips=flips)
     long = named_rates(sink, keys, gnames)
     warn_missing_labels(long, gnames)

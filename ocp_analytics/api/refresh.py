@@ -12,7 +12,9 @@ A rule with no store, a changed definition (another fingerprint) or an
 
 :func:`decisions_or_raw` is the same reading without writing: the rows
 :func:`~ocp_analytics.acceptance` gives, taken from the stores where they
-exist and decided where they do not.
+exist and decided where they do not. The readers (``acceptance``, ``rates``,
+``compare``, ...) read the stores the same way, a slice at a time
+(:mod:`ocp_analytics.api.stored`).
 """
 
 from __future__ import annotations
@@ -169,7 +171,11 @@ def _plans(ds: Dataset, targets: list[Rule | None], when: datetime) -> list[_Pla
         if seq not in seen:
             seen[seq] = _changes(ds, seq)
         new, touched, gone = seen[seq]
-        again, dropped = redecide(st.pending(record), new, touched, gone)
+        # at the store's own as_of a row not final is still the row a full evaluation
+        # gives, unless its run changed since (new, touched, gone): decided again only later
+        later_as_of = when > datetime.fromisoformat(record["as_of"])
+        pending = st.pending(record) if later_as_of else _EMPTY
+        again, dropped = redecide(pending, new, touched, gone)
         stored = int((dropped < ((seq + 1) << 32)).sum())
         plans.append(_Plan(target, st, record, again, dropped, int(record["rows"]) - stored))
     return plans

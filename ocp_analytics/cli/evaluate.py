@@ -7,6 +7,7 @@ Each reads its options (``cli.options``), runs the API on this process or
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -56,8 +57,33 @@ from ocp_analytics.cli.output import (
 from ocp_analytics.exceptions import OcpAnalyticsError, hint
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from ocp_analytics.model.rules import Rule
     from ocp_analytics.store.dataset import Dataset
+
+DecisionsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--decisions/--no-decisions",
+        help="Read the rules' rows from the dataset's decisions store where it gives the "
+        "same rows (see refresh; stderr says: decisions: N reused, M decided); "
+        "--no-decisions evaluates every run from raw.",
+    ),
+]
+
+
+@contextmanager
+def _decisions_said() -> Iterator[None]:
+    """Each read of the decisions stores within the block as one line on standard error."""
+    from ocp_analytics.api.stored import observing
+
+    with observing() as seen:
+        try:
+            yield
+        finally:
+            for summary in seen:
+                typer.echo(str(summary), err=True)
 
 
 def accept(
@@ -82,6 +108,7 @@ def accept(
     engine: EngineOpt = Engine.polars,
     spark_master: SparkMasterOpt = None,
     spark_conf: SparkConfOpt = None,
+    decisions: DecisionsOpt = True,
 ) -> None:
     """Per-run acceptance under each run's own rule and alternative rules.
 
@@ -102,6 +129,8 @@ def accept(
       ocp-analytics accept runs.dataset --late-only   # accepted yesterday, reverted today
       ocp-analytics accept runs.dataset --as-of 2026-12-01T00:00:00Z --snapshot 41  # as then
       ocp-analytics accept runs.dataset --engine spark -o acceptance.parquet  # a folder of parts
+      ocp-analytics refresh runs.dataset --rules team-bars.toml   # then accept reuses its rows
+      ocp-analytics accept runs.dataset --rules team-bars.toml --no-decisions  # all from raw
     """
     fmt = output_format(format, out)
     when = as_of_arg(as_of)
@@ -110,7 +139,8 @@ def accept(
     window |= where_arg(where)
     ds = dataset_arg(dataset, snapshot)
     if engine is Engine.polars:
-        _accept_polars(ds, alt, when, {**window, "late_only": late_only}, fmt, out)
+        flags = {**window, "late_only": late_only, "use_decisions": decisions}
+        _accept_polars(ds, alt, when, flags, fmt, out)
         return
     if late_only:
         raise OcpAnalyticsError(
@@ -134,7 +164,7 @@ def _accept_polars(
     """``accept`` in this process: Parquet written a slice at a time, else sorted rows."""
     from ocp_analytics.api import acceptance, write_acceptance
 
-    with warnings_as_lines():
+    with warnings_as_lines(), _decisions_said():
         if fmt is Format.parquet and out is not None:
             rows = write_acceptance(dataset, out, alt, as_of=when, **window)
             typer.echo(f"wrote {rows:,} rows to {out} ({_stamp(when, dataset.snapshot)})", err=True)
@@ -201,6 +231,7 @@ def rates(
     engine: EngineOpt = Engine.polars,
     spark_master: SparkMasterOpt = None,
     spark_conf: SparkConfOpt = None,
+    decisions: DecisionsOpt = True,
 ) -> None:
     """Acceptance rates per group and rule, with 95 % Wilson intervals.
 
@@ -228,6 +259,7 @@ def rates(
       ocp-analytics rates runs.dataset --where label.team=payments --by task_type
       ocp-analytics rates runs.dataset --as-of 2026-12-01T00:00:00Z --snapshot 41
       ocp-analytics rates runs.dataset --by label.team --cluster task_id
+      ocp-analytics rates runs.dataset --rules team-bars.toml --no-decisions  # all from raw
     """
     from ocp_analytics.api import rates as run_rates
 
@@ -251,14 +283,14 @@ def rates(
                 "run it with --engine polars (the default).",
             )
         )
-    with warnings_as_lines():
+    with warnings_as_lines(), _decisions_said():
         if engine is Engine.spark:
             from ocp_analytics import spark
 
             with spark_session(spark_master, spark_conf) as session:
                 frame = spark.rates(session, dataset, items, snapshot=ds.snapshot, **kwargs)
         else:
-            frame = run_rates(ds, items, cluster=cluster, **kwargs)
+            frame = run_rates(ds, items, cluster=cluster, use_decisions=decisions, **kwargs)
     if fmt is Format.table:
         keys = [*(["period"] if period else []), *(by or [])]
         keys = [k for k in keys if k in frame.columns]
@@ -286,6 +318,7 @@ def compare(
     engine: EngineOpt = Engine.polars,
     spark_master: SparkMasterOpt = None,
     spark_conf: SparkConfOpt = None,
+    decisions: DecisionsOpt = True,
 ) -> None:
     """Teams' bars side by side: rate matrix (group × rule); per rule pair, flips and a paired test.
 
@@ -308,6 +341,7 @@ def compare(
       ocp-analytics compare runs.dataset --rules a.toml --rules b.toml -f csv -o cmp.csv
       ocp-analytics compare runs.dataset --rules team-bars.toml --where label.team=payments
       ocp-analytics compare runs.dataset --rule tests --as-of 2026-12-01 --snapshot 41
+      ocp-analytics compare runs.dataset --rules team-bars.toml --no-decisions  # all from raw
     """
     from ocp_analytics.api import compare as run_compare
 
@@ -335,7 +369,7 @@ def compare(
         "until": until,
         **where_arg(where),
     }
-    with warnings_as_lines():
+    with warnings_as_lines(), _decisions_said():
         if engine is Engine.spark:
             from ocp_analytics import spark
 
@@ -344,7 +378,7 @@ def compare(
                     session, dataset, items, snapshot=ds.snapshot, **kwargs
                 )
         else:
-            lazy_matrix, lazy_flips = run_compare(ds, items, **kwargs)
+            lazy_matrix, lazy_flips = run_compare(ds, items, use_decisions=decisions, **kwargs)
             matrix, flips = lazy_matrix, lazy_flips
     if matrix.is_empty() and (since is not None or until is not None or where):
         typer.echo(no_run_line(since, until, when, where or ()), err=True)

@@ -1,0 +1,128 @@
+"""What an evaluation reads and the loop it runs: :class:`_Scope`.
+
+Every public function of :mod:`ocp_analytics.api` reads its arguments
+(rules, ``as_of``, the time window, the filters) into a :class:`_Scope`,
+then runs the one evaluation loop (:func:`ocp_analytics.engine.evaluate.run`)
+with its sinks; with ``decisions``, the loop is fed from the rules'
+decisions stores where they give the same rows
+(:func:`ocp_analytics.api.stored.run_stored`).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import polars as pl
+
+from ocp_analytics._typing import DatasetLike, When
+from ocp_analytics.api.stored import run_stored
+from ocp_analytics.engine.evaluate import SLICE_RUNS, Sink, run
+from ocp_analytics.engine.known import KnownNames
+from ocp_analytics.engine.timeaxis import resolve_as_of, resolve_window
+from ocp_analytics.model.rules import Rule
+
+__all__: list[str] = []
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """What a call evaluates, its arguments read: rules, instant, window, filters, slicing."""
+
+    rules: list[Rule]
+    as_of: datetime
+    since: datetime | None
+    until: datetime | None
+    recorded: bool
+    slice_runs: int = SLICE_RUNS
+    where: tuple[str, ...] = ()
+    # read the rules' decisions stores where they can give the same rows (api/stored.py)
+    decisions: bool = False
+
+    @classmethod
+    def read(
+        cls,
+        rules: list[Rule],
+        as_of: When,
+        since: When,
+        until: When,
+        recorded: bool,
+        slice_runs: int = SLICE_RUNS,
+        where: Sequence[str] = (),
+        decisions: bool = False,
+    ) -> _Scope:
+        when = resolve_as_of(as_of)
+        window = resolve_window(since, until, when)
+        filters = (where,) if isinstance(where, str) else tuple(where)
+        return cls(rules, when, *window, recorded, slice_runs, filters, decisions)
+
+    def run(
+        self,
+        dataset: DatasetLike,
+        sinks: Sequence[Sink],
+        carry: Callable[[pl.Schema], Sequence[pl.Expr]] | None = None,
+        progress: Callable[[int, int], None] | None = None,
+        stacklevel: int = 3,
+    ) -> None:
+        """The evaluation loop over ``dataset``, its decisions handed to ``sinks``.
+
+        With ``decisions``, the rules' decisions stores are read where they
+        give the rows a full evaluation gives (:func:`~ocp_analytics.api.stored.run_stored`).
+        Then a warning (at ``stacklevel``: the public function's caller) for
+        each verdict or score a rule names that no run kept carries.
+        """
+        known = KnownNames(self.rules)
+        if not self.decisions or not self._stored(dataset, sinks, carry, progress, known):
+            self._raw(dataset, sinks, carry, progress, known)
+        for message in known.messages():
+            warnings.warn(message, UserWarning, stacklevel=stacklevel)
+
+    def _stored(
+        self,
+        dataset: DatasetLike,
+        sinks: Sequence[Sink],
+        carry: Callable[[pl.Schema], Sequence[pl.Expr]] | None,
+        progress: Callable[[int, int], None] | None,
+        known: KnownNames,
+    ) -> bool:
+        """The loop fed from the decisions stores; False (nothing done) when none is usable."""
+        summary = run_stored(
+            dataset,
+            self.rules,
+            self.as_of,
+            sinks,
+            recorded=self.recorded,
+            since=self.since,
+            until=self.until,
+            where=self.where,
+            carry=carry,
+            slice_runs=self.slice_runs,
+            known=known,
+            progress=progress,
+        )
+        return summary is not None
+
+    def _raw(
+        self,
+        dataset: DatasetLike,
+        sinks: Sequence[Sink],
+        carry: Callable[[pl.Schema], Sequence[pl.Expr]] | None,
+        progress: Callable[[int, int], None] | None,
+        known: KnownNames,
+    ) -> None:
+        run(
+            dataset,
+            self.rules,
+            self.as_of,
+            sinks,
+            recorded=self.recorded,
+            since=self.since,
+            until=self.until,
+            carry=carry,
+            slice_runs=self.slice_runs,
+            progress=progress,
+            where=self.where,
+            known=known,
+        )
