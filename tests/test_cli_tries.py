@@ -61,6 +61,8 @@ def test_passk_flaky_lists_tasks_with_sample_ids(ds: str) -> None:
     assert json.loads(out.stdout)["rows"] == []  # the bundled tasks never disagree
     header = ok("passk", ds, "--flaky", "--as-of", AS_OF, "-f", "csv").stdout.splitlines()[0]
     assert header.startswith("rule,task_id,decided,accepted,rejected,accept_rate,sample_")
+    table = ok("passk", ds, "--flaky", "--as-of", AS_OF).stdout
+    assert table == "flaky tasks: none: no task_id has both accepted and rejected runs\n"
 
 
 def test_passk_refuses_k_0_and_the_task_as_a_group(ds: str) -> None:

@@ -156,6 +156,10 @@ def passk(
             frame = flaky_tasks(ds, items, sample=sample, **common)
         else:
             frame = run_passk(ds, items, k=k, **common)
+    if flaky and frame.is_empty() and fmt is Format.table:
+        # an empty box reads as a failure; no flaky task is an answer
+        typer.echo(f"flaky tasks: none: no {task} has both accepted and rejected runs")
+        return
     _emit(frame, fmt, out, kwargs, ds.snapshot)
 
 
