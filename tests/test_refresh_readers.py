@@ -184,3 +184,33 @@ def test_the_cli_says_what_it_reused_and_no_decisions_reads_raw(tmp_path: Path) 
         assert "decisions: 60 reused, 0 decided" in stored.stderr
         assert "decisions:" not in raw.stderr
         assert stored.stdout == raw.stdout
+
+
+def test_the_report_reads_the_stores_and_gives_the_same_data(tmp_path: Path) -> None:
+    """Every data file of the report is the same with the stores as from raw, late events too."""
+    pytest.importorskip("altair")
+    ds = tmp_path / "ds"
+    docs = _docs(0, 200)
+    oa.ingest(_write(tmp_path / "a.ndjson", docs[:150]), ds)
+    oa.refresh(ds, RULES, as_of="2026-11-10T00:00:00Z")
+    oa.ingest(_write(tmp_path / "b.ndjson", docs[150:]), ds)  # a stale store, then late events
+    ended = {i: _ended(d) for i, d in enumerate(docs)}
+    oa.ingest_events(_write(tmp_path / "e.ndjson", list(event_records(200, 40, SEED, ended))), ds)
+    pages = {}
+    for decisions in (True, False):
+        with observing() as seen:
+            files = oa.report(
+                ds,
+                RULES,
+                by=["label.team"],
+                since="90d",
+                as_of="2026-12-01T00:00:00Z",
+                out=tmp_path / f"page-{decisions}.html",
+                data_format="parquet",
+                use_decisions=decisions,
+            )
+        assert bool(seen) == decisions and (not seen or seen[0].reused > 0)
+        pages[decisions] = files
+    assert pages[True].data.keys() == pages[False].data.keys()
+    for name, path in pages[True].data.items():
+        assert_frame_equal(pl.read_parquet(path), pl.read_parquet(pages[False].data[name]))

@@ -74,7 +74,7 @@ DecisionsOpt = Annotated[
 
 
 @contextmanager
-def _decisions_said() -> Iterator[None]:
+def decisions_said() -> Iterator[None]:
     """Each read of the decisions stores within the block as one line on standard error."""
     from ocp_analytics.api.stored import observing
 
@@ -164,7 +164,7 @@ def _accept_polars(
     """``accept`` in this process: Parquet written a slice at a time, else sorted rows."""
     from ocp_analytics.api import acceptance, write_acceptance
 
-    with warnings_as_lines(), _decisions_said():
+    with warnings_as_lines(), decisions_said():
         if fmt is Format.parquet and out is not None:
             rows = write_acceptance(dataset, out, alt, as_of=when, **window)
             typer.echo(f"wrote {rows:,} rows to {out} ({_stamp(when, dataset.snapshot)})", err=True)
@@ -283,7 +283,7 @@ def rates(
                 "run it with --engine polars (the default).",
             )
         )
-    with warnings_as_lines(), _decisions_said():
+    with warnings_as_lines(), decisions_said():
         if engine is Engine.spark:
             from ocp_analytics import spark
 
@@ -369,7 +369,7 @@ def compare(
         "until": until,
         **where_arg(where),
     }
-    with warnings_as_lines(), _decisions_said():
+    with warnings_as_lines(), decisions_said():
         if engine is Engine.spark:
             from ocp_analytics import spark
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
+from ocp_analytics.cli.evaluate import DecisionsOpt, decisions_said
 from ocp_analytics.cli.options import (
     AsOfOpt,
     ByOpt,
@@ -76,6 +77,7 @@ def report(
             "before --as-of (2d, 12h).",
         ),
     ] = None,
+    decisions: DecisionsOpt = True,
 ) -> None:
     """The nightly report: one self-contained HTML page, and each figure's data beside it.
 
@@ -94,8 +96,11 @@ def report(
     same page. The headline says how fresh the data is: the newest run end and the last
     ingest, and how long before --as-of each was (also in headline.json);
     --max-staleness stops a stale page. A rule naming a verdict or score no
-    run carries is a warning banner on the page. The data folder is FILE's
-    name + '-data'; a folder holding another page's data is refused.
+    run carries is a warning banner on the page. The rules' rows come from the
+    dataset's decisions stores where they give the same rows (see refresh;
+    stderr says: decisions: N reused, M decided); --no-decisions reads raw.
+    The data folder is FILE's name + '-data'; a folder holding another page's
+    data is refused.
     The page has no script and loads nothing: it opens offline. Needs the
     report extra: pip install 'ocp-analytics[report]'.
 
@@ -115,20 +120,22 @@ def report(
     check_parent(out, "--out")
     # --period and --data-format stay free text (their help shows the choices);
     # the page checks both and says how to fix a wrong one
-    files = run_report(
-        dataset,
-        rules_arg(rules, rule),
-        by=by or [],
-        since=since,
-        until=until,
-        as_of=as_of_arg(as_of),
-        snapshot=snapshot,
-        period=cast("Period | None", period),
-        out=out,
-        data_out=data_out,
-        data_format=cast("DataFormat", data_format),
-        sample=sample,
-        title=title,
-        max_staleness=max_staleness,
-    )
+    with decisions_said():
+        files = run_report(
+            dataset,
+            rules_arg(rules, rule),
+            by=by or [],
+            since=since,
+            until=until,
+            as_of=as_of_arg(as_of),
+            snapshot=snapshot,
+            period=cast("Period | None", period),
+            out=out,
+            data_out=data_out,
+            data_format=cast("DataFormat", data_format),
+            sample=sample,
+            title=title,
+            max_staleness=max_staleness,
+            use_decisions=decisions,
+        )
     typer.echo(f"wrote {files.html} and {len(files.data)} data files in {files.data_dir}", err=True)

@@ -26,6 +26,7 @@ class Context:
     period: str
     sample: int
     snapshot: int | None = None  # the seq of the commit read (None: no commit, or in memory)
+    decisions: bool = True  # read the rules' decisions stores where they give the same rows
 
     def previous(self) -> tuple[datetime, datetime] | None:
         """The window of the same length just before this one (none without ``since``)."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from typing import Any
 
 import polars as pl
 
@@ -107,6 +108,23 @@ class _Current:
         self.sink.add(decisions.filter(pl.col("_w")))
 
 
+def _from_stores(ctx: Context, sinks: Sequence[Sink], window: dict[str, Any]) -> object | None:
+    """The loop fed from the rules' decisions stores, or None (nothing done) when none serves."""
+    from ocp_analytics.api.stored import run_stored
+    from ocp_analytics.engine.evaluate import SLICE_RUNS
+
+    return run_stored(
+        ctx.dataset,
+        ctx.rules,
+        ctx.as_of,
+        sinks,
+        recorded=True,
+        where=(),
+        slice_runs=SLICE_RUNS,
+        **window,
+    )
+
+
 def _evaluate(ctx: Context) -> dict[str, pl.DataFrame]:
     """One pass over the runs of this window and the previous one, a slice at a time.
 
@@ -135,16 +153,10 @@ def _evaluate(ctx: Context) -> dict[str, pl.DataFrame]:
     previous = ctx.previous()
     lo = previous[0] if previous else since
     known = KnownNames(ctx.rules)
-    run(
-        ctx.dataset,
-        ctx.rules,
-        ctx.as_of,
-        sinks,
-        since=lo,
-        until=ctx.until,
-        carry=carry_all,
-        known=known,
-    )
+    loop: dict[str, Any] = {"since": lo, "until": ctx.until, "carry": carry_all, "known": known}
+    # the decisions stores give the rows a full evaluation gives (api/stored.py); None: unusable
+    if not ctx.decisions or _from_stores(ctx, sinks, loop) is None:
+        run(ctx.dataset, ctx.rules, ctx.as_of, sinks, **loop)
     for message in known.messages():  # the page shows them as banners (page.report)
         warnings.warn(message, UserWarning, stacklevel=2)
     empty = empty_decisions(["_w", *keys], {"_w": pl.Boolean(), keys[0]: pl.Datetime("us", "UTC")})

@@ -140,6 +140,7 @@ def report(
     sample: int = 5,
     title: str = "Acceptance report",
     max_staleness: When = None,
+    use_decisions: bool = True,
 ) -> ReportFiles:
     """Write the nightly report: one self-contained HTML page and the data of every figure.
 
@@ -185,6 +186,10 @@ def report(
         A duration (``2d``, ``12h``): when the newest run ended longer before
         ``as_of``, raise :class:`OcpAnalyticsError` and write nothing, so a
         scheduled chain cannot publish a stale page.
+    use_decisions
+        Read the rules' rows from the dataset's decisions stores where they
+        give the rows a full evaluation gives (:func:`~ocp_analytics.refresh`);
+        False evaluates every run from raw. The page is the same either way.
 
     Returns
     -------
@@ -215,6 +220,7 @@ def report(
     ds = scan_at(dataset, snapshot)
     assert isinstance(ds, Dataset)  # a path or a Dataset, never tables in memory
     ctx = resolve_context(ds, rules, by, since, until, as_of, period, sample)
+    ctx.decisions = use_decisions
     html = Path(out)
     folder = Path(data_out) if data_out is not None else html.with_name(f"{html.stem}-data")
     check_data_folder(folder, html)
