@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
 
 if TYPE_CHECKING:
     import polars as pl
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from ocp_analytics.store.dataset import Dataset
     from ocp_analytics.store.storage import Store
 
-__all__ = ["DatasetLike", "Period", "RulesLike", "StoreLike", "Tier", "When"]
+__all__ = ["DatasetLike", "Period", "Progress", "RulesLike", "Silent", "StoreLike", "Tier", "When"]
 
 Tier: TypeAlias = Literal["verified", "reported", "heuristic", "asserted"]
 """Evidence tiers, strongest first (docs/figures.md "tier and q")."""
@@ -58,3 +58,25 @@ tables in memory (``runs``, ``signals``, ``attempts``, ``rules``, optionally
 RulesLike: TypeAlias = "Rule | str | Path | Iterable[Rule | str | Path] | None"
 """Alternative rules: a :class:`Rule`, a short form (``"tests+review"``), a
 rules file (``.toml``/``.json``), a list of these, or ``None`` for none."""
+
+
+class Progress(Protocol):
+    """Receives the progress of long work (an ingest, a compaction): the bytes to go
+    through, then the documents and bytes done; :class:`Silent` by default."""
+
+    def start(self, total_bytes: int) -> None: ...
+    def advance(self, documents: int, nbytes: int) -> None: ...
+    def stop(self) -> None: ...
+
+
+class Silent:
+    """A :class:`Progress` that says nothing."""
+
+    def start(self, total_bytes: int) -> None:
+        pass
+
+    def advance(self, documents: int, nbytes: int) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass

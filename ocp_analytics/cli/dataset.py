@@ -19,7 +19,7 @@ from ocp_analytics.cli.options import (
 from ocp_analytics.cli.output import deliver, emit, json_text
 
 if TYPE_CHECKING:
-    from ocp_analytics.store.maintenance import Progress
+    from ocp_analytics._typing import Progress
     from ocp_analytics.store.verify import Checked
 
 ChecksumsOpt = Annotated[

@@ -26,11 +26,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 import polars as pl
 
 from ocp_analytics import schemas as S
+from ocp_analytics._typing import Progress, Silent
 from ocp_analytics.ingestion.chunks import read_chunks
 from ocp_analytics.ingestion.decode import decode_texts
 from ocp_analytics.ingestion.quarantine import quarantine_problems
@@ -57,25 +58,6 @@ PART_RUNS = CHUNK_DOCS // 2
 # Threads building chunks: two keep both cores busy beside the calling thread;
 # a third adds memory, not speed (benchmarks/RESULTS.md).
 WORKERS = min(2, os.cpu_count() or 1)
-
-
-class Progress(Protocol):
-    """Receives progress of a long ingest; the default does nothing."""
-
-    def start(self, total_bytes: int) -> None: ...
-    def advance(self, documents: int, nbytes: int) -> None: ...
-    def stop(self) -> None: ...
-
-
-class _Silent:
-    def start(self, total_bytes: int) -> None:
-        pass
-
-    def advance(self, documents: int, nbytes: int) -> None:
-        pass
-
-    def stop(self) -> None:
-        pass
 
 
 @dataclass
@@ -400,7 +382,7 @@ def ingest(
     found = find_sources(sources)
     root = D.create(dataset)
     with D.locked(root):
-        job = _Ingest(root, chunk_docs, commit_docs, workers, progress or _Silent())
+        job = _Ingest(root, chunk_docs, commit_docs, workers, progress or Silent())
         summary = job.run(found)
     summary.seconds = time.perf_counter() - start
     _warn_sources_without_a_run(summary)

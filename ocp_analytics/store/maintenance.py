@@ -28,12 +28,13 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import polars as pl
 
 from ocp_analytics import schemas as S
+from ocp_analytics._typing import Progress, Silent
 from ocp_analytics.exceptions import DatasetError, hint
 from ocp_analytics.store.commits import (
     SIGNAL_LINKS,
@@ -68,25 +69,6 @@ __all__ = [
 # A compacted part's size on disk. A part is rewritten when it is below half of
 # it; a group of parts is read whole, and takes several times its size in memory.
 TARGET_BYTES = 64 << 20
-
-
-class Progress(Protocol):
-    """Receives progress: the bytes to go through, then the bytes done."""
-
-    def start(self, total_bytes: int) -> None: ...
-    def advance(self, documents: int, nbytes: int) -> None: ...
-    def stop(self) -> None: ...
-
-
-class _Silent:
-    def start(self, total_bytes: int) -> None:
-        pass
-
-    def advance(self, documents: int, nbytes: int) -> None:
-        pass
-
-    def stop(self) -> None:
-        pass
 
 
 def _count(n: int, what: str) -> str:
@@ -228,7 +210,7 @@ def compact(
             summary.parts_after = summary.parts_before
             return summary
         seq = max(r["seq"] for r in records) + 1
-        _rewrite(root, seq, groups, summary, progress or _Silent())
+        _rewrite(root, seq, groups, summary, progress or Silent())
     summary.parts_after = summary.parts_before - summary.rewritten + summary.written
     return summary
 
@@ -435,7 +417,7 @@ def vacuum(
             (s for s in (oldest, previous[0] if previous else None) if s is not None),
             default=None,
         )
-        _delete(present, sizes, progress or _Silent())
+        _delete(present, sizes, progress or Silent())
     summary.deleted, summary.bytes_freed = len(present), sum(sizes)
     summary.parts_after = summary.parts_before - summary.deleted
     return summary
