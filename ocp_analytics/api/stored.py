@@ -38,9 +38,8 @@ import polars as pl
 
 from ocp_analytics.api.refresh import RefreshSummary, _decide_again, _Plan, _plans, _targets
 from ocp_analytics.engine.acceptance import CODED, OUTPUT_SCHEMA, decide
-from ocp_analytics.engine.evaluate import Sink, slices, windowed
+from ocp_analytics.engine.evaluate import Sink, selected, slices
 from ocp_analytics.engine.known import KnownNames
-from ocp_analytics.engine.rates import where_conditions
 from ocp_analytics.model.rules import Rule
 from ocp_analytics.store.dataset import Dataset
 
@@ -169,15 +168,7 @@ def run_stored(
     coded = bool(sinks) and all(getattr(s, "coded", False) for s in sinks)
     counts = [0, 0]  # reused, decided
     parts = list(slices(dataset, slice_runs, since=since, until=until))
-    exprs: Sequence[pl.Expr] = ()
-    conds: Sequence[pl.Expr] = ()
-    for i, frames in enumerate(parts, 1):
-        if i == 1:
-            schema = frames["runs"].collect_schema()
-            exprs = carry(schema) if carry else ()
-            conds = where_conditions(where, schema)
-        tables = windowed(frames, since, until, conds)
-        known.add(tables["signals"])
+    for i, (tables, exprs) in enumerate(selected(parts, since, until, where, carry, known), 1):
         carried = [e.meta.output_name() for e in exprs]
         cols = [c for c in wanted if c in OUTPUT_SCHEMA] + carried
         runs = tables["runs"].select("doc_id", *exprs).collect()

@@ -12,7 +12,7 @@ whatever the dataset's size.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
@@ -272,6 +272,34 @@ def windowed(
     return out
 
 
+def selected(
+    parts: Iterable[Tables],
+    since: datetime | None,
+    until: datetime | None,
+    where: Sequence[str] = (),
+    carry: Callable[[pl.Schema], Sequence[pl.Expr]] | None = None,
+    known: KnownNames | None = None,
+) -> Iterator[tuple[Tables, Sequence[pl.Expr]]]:
+    """Each slice of ``parts`` kept to the window and ``where`` (:func:`windowed`), with ``carry``.
+
+    The ``where`` filters and the carried expressions are read once, against
+    the first slice's ``runs`` schema; ``known`` is handed each slice's
+    signals. What every loop over slices of runs shares (this module's
+    :func:`run`, the sweep's, the decisions store's).
+    """
+    exprs: Sequence[pl.Expr] | None = None
+    conds: Sequence[pl.Expr] = ()
+    for frames in parts:
+        if exprs is None:
+            schema = frames["runs"].collect_schema()
+            exprs = carry(schema) if carry else ()
+            conds = where_conditions(where, schema)
+        tables = windowed(frames, since, until, conds)
+        if known is not None:
+            known.add(tables["signals"])
+        yield tables, exprs
+
+
 def _hand_over(frames: Sequence[pl.LazyFrame], cols: Sequence[str], sinks: Sequence[Sink]) -> None:
     """Collect each rule's decisions of one slice and give them to every sink, in order."""
     for frame in frames:
@@ -316,20 +344,11 @@ def run(
     wanted = list(dict.fromkeys(c for s in sinks for c in s.columns))
     coded = bool(sinks) and all(getattr(s, "coded", False) for s in sinks)
     parts = list(slices(dataset, slice_runs, since=since, until=until))
-    exprs: Sequence[pl.Expr] | None = None
-    conds: Sequence[pl.Expr] = ()
     # Leaving the pool waits for a hand-over still running, also when the
     # loop raises (that error wins; the hand-over's, if any, stays unread).
     with ThreadPoolExecutor(1, thread_name_prefix="ocp-rules") as pool:
         handing: Future[None] | None = None
-        for i, frames in enumerate(parts, 1):
-            if exprs is None:
-                schema = frames["runs"].collect_schema()
-                exprs = carry(schema) if carry else ()
-                conds = where_conditions(where, schema)
-            tables = windowed(frames, since, until, conds)
-            if known is not None:
-                known.add(tables["signals"])
+        for i, (tables, exprs) in enumerate(selected(parts, since, until, where, carry, known), 1):
             carried = [e.meta.output_name() for e in exprs]
             cols = [c for c in wanted if c in OUTPUT_SCHEMA] + carried
             decided = decide(

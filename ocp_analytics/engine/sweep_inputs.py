@@ -28,10 +28,9 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from ocp_analytics.engine.acceptance import decide
-from ocp_analytics.engine.evaluate import SLICE_RUNS, slices, windowed
+from ocp_analytics.engine.evaluate import SLICE_RUNS, selected, slices
 from ocp_analytics.engine.features import FAIL, PASS, UNKNOWN, known_at, latest_scores
 from ocp_analytics.engine.known import KnownNames
-from ocp_analytics.engine.rates import where_conditions
 from ocp_analytics.exceptions import OcpAnalyticsError, hint
 from ocp_analytics.model.rules import Rule
 
@@ -148,16 +147,9 @@ def collect_sweep_rows(
     columns, ``value`` and ``rest`` of each run are kept: about ten bytes a
     run besides the groups.
     """
-    frames: list[pl.DataFrame] = []
-    exprs: Sequence[pl.Expr] | None = None
-    conds: Sequence[pl.Expr] = ()
-    for part in slices(dataset, slice_runs, since=since, until=until):
-        if exprs is None:
-            schema = part["runs"].collect_schema()
-            exprs = carry(schema) if carry else ()
-            conds = where_conditions(where, schema)
-        tables = windowed(part, since, until, conds)
-        if known is not None:
-            known.add(tables["signals"])
-        frames.append(sweep_rows(tables, rule, as_of, exprs).collect())
+    parts = slices(dataset, slice_runs, since=since, until=until)
+    frames = [
+        sweep_rows(tables, rule, as_of, exprs).collect()
+        for tables, exprs in selected(parts, since, until, where, carry, known)
+    ]
     return pl.concat(frames, how="vertical") if frames else pl.DataFrame()
