@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import Any
 
 import polars as pl
 
@@ -108,23 +107,6 @@ class _Current:
         self.sink.add(decisions.filter(pl.col("_w")))
 
 
-def _from_stores(ctx: Context, sinks: Sequence[Sink], window: dict[str, Any]) -> object | None:
-    """The loop fed from the rules' decisions stores, or None (nothing done) when none serves."""
-    from ocp_analytics.api.stored import run_stored
-    from ocp_analytics.engine.evaluate import SLICE_RUNS
-
-    return run_stored(
-        ctx.dataset,
-        ctx.rules,
-        ctx.as_of,
-        sinks,
-        recorded=True,
-        where=(),
-        slice_runs=SLICE_RUNS,
-        **window,
-    )
-
-
 def _evaluate(ctx: Context) -> dict[str, pl.DataFrame]:
     """One pass over the runs of this window and the previous one, a slice at a time.
 
@@ -133,10 +115,9 @@ def _evaluate(ctx: Context) -> dict[str, pl.DataFrame]:
     window (headline, attempts), by period and group (trend), by group
     (matrix) and the flips, so each number is the one those functions give.
     """
-    from ocp_analytics.engine.evaluate import run
+    from ocp_analytics.api._scope import _Scope
     from ocp_analytics.engine.flips import FlipPartials
     from ocp_analytics.engine.groups import empty_decisions, group_carry
-    from ocp_analytics.engine.known import KnownNames
     from ocp_analytics.engine.rates import RatePartials
     from ocp_analytics.engine.timeaxis import run_time
 
@@ -152,13 +133,11 @@ def _evaluate(ctx: Context) -> dict[str, pl.DataFrame]:
     sinks: list[Sink] = [head, _Current(trend), _Current(by_group), _Current(flips)]
     previous = ctx.previous()
     lo = previous[0] if previous else since
-    known = KnownNames(ctx.rules)
-    loop: dict[str, Any] = {"since": lo, "until": ctx.until, "carry": carry_all, "known": known}
-    # the decisions stores give the rows a full evaluation gives (api/stored.py); None: unusable
-    if not ctx.decisions or _from_stores(ctx, sinks, loop) is None:
-        run(ctx.dataset, ctx.rules, ctx.as_of, sinks, **loop)
-    for message in known.messages():  # the page shows them as banners (page.report)
-        warnings.warn(message, UserWarning, stacklevel=2)
+    # the loop the public functions run: from the decisions stores where they give the
+    # rows a full evaluation gives, else raw; the names no run carries are warnings,
+    # which the page shows as banners (page.report)
+    scope = _Scope(ctx.rules, ctx.as_of, lo, ctx.until, recorded=True, decisions=ctx.decisions)
+    scope.run(ctx.dataset, sinks, carry_all)
     empty = empty_decisions(["_w", *keys], {"_w": pl.Boolean(), keys[0]: pl.Datetime("us", "UTC")})
 
     def frame(lazy: pl.LazyFrame) -> pl.DataFrame:
