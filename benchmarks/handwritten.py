@@ -292,7 +292,7 @@ FROM decided
 
 
 def _parts(ds: Path) -> dict[str, list[str]]:
-    from ocp_analytics.store.dataset import read_commits, table_files
+    from ocp_analytics.store.commits import read_commits, table_files
     from ocp_analytics.store.storage import store
 
     records = read_commits(ds)

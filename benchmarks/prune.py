@@ -46,6 +46,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from benchmarks.events import _with_commit
 from benchmarks.generate import generate_documents
 from benchmarks.generator.world import RUN_FIRST, RUN_SPAN
 
@@ -81,6 +82,8 @@ def _generate(job: tuple[Path, int, int, int, int]) -> int:
     files: dict[int, BinaryIO] = {}
     try:
         for i, doc in enumerate(generate_documents(n, seed, start)):
+            # a commit artifact each, which the late events of benchmarks.refresh's night match
+            doc = _with_commit(doc, seed, start + i)
             b = _bucket(_run_time(doc), start + i, batches)
             if b not in files:
                 (src / f"{b:05d}").mkdir(parents=True, exist_ok=True)

@@ -235,7 +235,7 @@ def test_run_index_is_a_dict_of_the_latest_hash(merge_factor: int) -> None:
     """The index's segments, merged or not, answer as one dict updated in order."""
     import random
 
-    from ocp_analytics.store.dataset import RunIndex
+    from ocp_analytics.store.run_index import RunIndex
 
     schema = {"k": pl.UInt64, "h": pl.UInt64}
     rng = random.Random(merge_factor)
@@ -264,7 +264,7 @@ def test_classification_across_chunks_and_merges(
 
     (0: every chunk its own segment; 10⁶: one segment, every chunk merged into it.)
     """
-    from ocp_analytics.store.dataset import RunIndex
+    from ocp_analytics.store.run_index import RunIndex
 
     monkeypatch.setattr(RunIndex, "MERGE_FACTOR", merge_factor)
     lines = []

@@ -336,3 +336,22 @@ def test_a_compacted_dataset_reads_the_same_windows(
     since, until = _window(times, a, b)
     want = _acceptance(ds, rules, since, until, 100_000)
     assert_frame_equal(_same_with_and_without_pruning(compacted, rules, since, until), want)
+
+
+def test_a_nights_refresh_opens_only_the_parts_of_the_runs_it_decides(
+    daily: tuple[Path, Path, list[datetime]], opened: dict[str, int], tmp_path: Path
+) -> None:
+    ds, rules, _ = daily
+    work = tmp_path / "ds"
+    shutil.copytree(ds, work)
+    oa.refresh(work, rules, as_of=AS_OF)
+    oa.ingest(_write(tmp_path / "new.ndjson", list(generate_documents(5, 99, 50_000))), work)
+    whole = oa.scan_dataset(work).parts.files
+    opened.clear()
+    night = oa.refresh(work, rules, as_of=AS_OF)
+    assert night.decided == 5 * 5 and night.reused > 0  # 4 rules and the recorded one
+    # the scan of the whole dataset, then the new batch's parts only (its runs part twice:
+    # what arrived, then the runs to decide)
+    extra = {t: opened[t] - len(whole[t]) for t in ("runs", "signals", "attempts")}
+    assert extra == {"runs": 2, "signals": 1, "attempts": 1}
+    assert len(whole["signals"]) > 8

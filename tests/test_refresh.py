@@ -13,7 +13,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import ocp_analytics as oa
-from benchmarks.events import _ended, _with_commit, event_records
+from benchmarks.events import _ended, _with_commit, commit_of, event_records
 from benchmarks.generate import generate_documents
 from ocp_analytics.api.refresh import decisions_or_raw
 from ocp_analytics.engine.finality import fingerprint
@@ -117,6 +117,25 @@ def test_refresh_matches_a_full_evaluation_after_every_step(tmp_path: Path) -> N
     again = oa.refresh(ds, rules, as_of="2026-11-25T00:00:00Z")
     assert again.from_raw == () and again.reused > 0
     _same_as_full(ds, rules, "2026-11-25T00:00:00Z")
+
+    # 8. one night: runs given two new versions, and late events about their commits (which
+    # the versions they replace share) and about runs replaced in step 4: only the current
+    # versions are decided again, each once
+    for k in (1, 2):
+        twice = json.loads(json.dumps(docs[50:60]))
+        for d in twice:
+            d["run"]["signals"] = d["run"].get("signals", [])[:k]
+        oa.ingest(_write(tmp_path / f"twice{k}.ndjson", twice), ds)
+    night = [
+        {"id": f"n8-{i}", "commit": commit_of(SEED, i), "kind": "event", "name": "revert",
+         "value": "r", "source": {"kind": "ci", "ref": "r"}, "tier": "verified",
+         "observed_at": "2026-12-09T00:00:00Z"}
+        for i in [*range(12, 18), *range(52, 58)]
+    ]  # fmt: skip
+    oa.ingest_events(_write(tmp_path / "night.ndjson", night), ds)
+    eighth = oa.refresh(ds, rules, as_of="2026-12-10T00:00:00Z")
+    assert eighth.from_raw == () and eighth.reused > 0
+    _same_as_full(ds, rules, "2026-12-10T00:00:00Z")
 
 
 def test_a_refresh_killed_before_its_record_leaves_the_store_as_it_was(

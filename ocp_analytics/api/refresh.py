@@ -45,6 +45,7 @@ from ocp_analytics.exceptions import DatasetError, hint
 from ocp_analytics.model.rules import Rule, resolve_rules
 from ocp_analytics.store.dataset import Dataset, scan_dataset
 from ocp_analytics.store.decisions import DECISIONS_SCHEMA, DecisionStore, Generation
+from ocp_analytics.store.prune import id_spans
 from ocp_analytics.store.storage import Store
 
 if TYPE_CHECKING:
@@ -54,6 +55,7 @@ __all__ = ["RefreshSummary", "decisions_or_raw", "refresh"]
 
 _DOC = "_doc_id"  # the carried doc_id (carried names start with "_")
 _EMPTY = pl.Series("doc_id", [], pl.Int64)
+_LAST_ID = (1 << 63) - 1
 
 
 @dataclass(frozen=True)
@@ -130,29 +132,50 @@ def _changes(ds: Dataset, seq: int) -> tuple[pl.Series, pl.Series, pl.Series]:
     """Since commit ``seq``: versions committed (new), runs late events matched, versions replaced.
 
     A ``doc_id`` carries its batch's ``seq`` in its high 32 bits, so what
-    was committed since is a range; the version a new one replaces is the
-    newest of its run before that range (the one current at ``seq``).
+    was committed since is a range, read from the parts the manifest says
+    hold it; the version a new one replaces is the newest of its run before
+    that range (the one current at ``seq``). Every series holds current
+    versions only (``gone`` excepted), found without resolving the version
+    of every run: one read of the ``run_id`` column, for the few runs that
+    need it.
     """
     first = (seq + 1) << 32
     records = [r for r in ds.records or [] if r["seq"] > seq]
-    new = ds.frames["runs"].filter(pl.col("doc_id") >= first).select("doc_id", "run_id").collect()
-    gone = _EMPTY
-    replaced = sum(int(s.get("runs_replaced") or 0) for r in records for s in r.get("sources", []))
-    if new.height and replaced:
-        gone = (
-            ds.scans["runs"]
-            .filter(pl.col("doc_id") < first, pl.col("run_id").is_in(new["run_id"].implode()))
-            .group_by("run_id")
-            .agg(pl.col("doc_id").max())
-            .collect()
-            .get_column("doc_id")
-        )
-    touched = _EMPTY
+    since = ds.holding([(first, _LAST_ID)], ("runs",))["runs"].filter(pl.col("doc_id") >= first)
+    # a run given two versions since: its newest (no newer version is older than first)
+    new = since.group_by("run_id").agg(pl.col("doc_id").max()).collect()
     batches = [r["batch_id"] for r in records if "event_sources" in r]
+    matched = _EMPTY
     if batches:
         events = ds.frames["events"].filter(pl.col("batch_id").is_in(batches))
-        matched = matched_events(events, ds.frames["artifacts"]).select("doc_id").unique()
-        touched = matched.collect().get_column("doc_id")
+        found = matched_events(events, ds.scans["artifacts"]).select("doc_id").unique()
+        matched = found.collect().get_column("doc_id")
+    replaced = sum(int(s.get("runs_replaced") or 0) for r in records for s in r.get("sources", []))
+    if not (matched.len() or (new.height and replaced)):
+        return new.get_column("doc_id"), matched, _EMPTY
+    # the runs of matched versions, and every version of those runs and of the new ones
+    ids = matched.sort().to_list()
+    held = ds.holding(id_spans(ids), ("runs",))["runs"]
+    of_matched = held.filter(pl.col("doc_id").is_in(matched.implode())).select("run_id").collect()
+    wanted = pl.concat([new.get_column("run_id"), of_matched.get_column("run_id")]).unique()
+    versions = (
+        ds.scans["runs"]
+        .filter(pl.col("run_id").is_in(wanted.implode()))
+        .select("run_id", "doc_id")
+        .collect()
+    )
+    newest = versions.group_by("run_id").agg(pl.col("doc_id").max()).get_column("doc_id")
+    touched = matched.filter(matched.is_in(newest.implode()))
+    gone = _EMPTY
+    if new.height and replaced:
+        gone = (
+            versions.filter(
+                pl.col("doc_id") < first, pl.col("run_id").is_in(new["run_id"].implode())
+            )
+            .group_by("run_id")
+            .agg(pl.col("doc_id").max())
+            .get_column("doc_id")
+        )
     return new.get_column("doc_id"), touched, gone
 
 
@@ -213,9 +236,11 @@ def _decide_again(ds: Dataset, plans: list[_Plan], when: datetime) -> dict[str, 
     plans = [p for p in plans if p.again.len()]
     if not plans:
         return {}
-    ids = pl.concat([p.again for p in plans]).unique()
+    ids = pl.concat([p.again for p in plans]).unique().sort()
     keep = pl.col("doc_id").is_in(ids.implode())
-    tables = {t: ds.frames[t].filter(keep) for t in SLICED_TABLES}
+    # the runs decided again are current versions: read from the parts holding them only
+    held = ds.holding(id_spans(ids.to_list()), SLICED_TABLES)
+    tables = {t: held[t].filter(keep) for t in SLICED_TABLES}
     tables["events"] = ds.frames["events"]
     tables = dict(without_absent_links(tables, ds.signal_links))
     recorded = any(p.target is None for p in plans)

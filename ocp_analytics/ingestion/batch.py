@@ -42,6 +42,7 @@ from ocp_analytics.ingestion.summary import SourceCounts, Summary, _counts
 from ocp_analytics.ingestion.tables import ChunkTables, build_tables
 from ocp_analytics.ingestion.versions import Versions, classify, ranked
 from ocp_analytics.store import dataset as D
+from ocp_analytics.store.run_index import load_run_index
 from ocp_analytics.store.storage import Store
 
 # Documents decoded and flattened at a time. Building a chunk's tables has a
@@ -191,7 +192,7 @@ class _Ingest:
         self.done: dict[str, set[str]] = {}  # resolved path -> the hashes ingested from it
         for s in (s for r in records for s in r["sources"]):
             self.done.setdefault(D.resolved_path(s), set()).add(s["sha256"])
-        self.known = D.load_run_index(root, records)
+        self.known = load_run_index(root, records)
         self.next_seq = max((r["seq"] for r in records), default=0) + 1
         self.batch = _Batch(root, self.next_seq)
         self.steps: deque[tuple[Callable[[], None], bool]] = deque()  # (step, builds a chunk)

@@ -52,6 +52,7 @@ from ocp_analytics.ingestion.summary import SourceCounts, Summary
 from ocp_analytics.ingestion.timestamps import parse_timestamp
 from ocp_analytics.model.links import COMMIT_KINDS
 from ocp_analytics.store import dataset as D
+from ocp_analytics.store.commits import table_files
 from ocp_analytics.store.storage import Store
 
 __all__ = ["EventsSummary", "ingest_events", "run_commits", "unmatched_events"]
@@ -234,7 +235,7 @@ class _EventBatch(D.BatchWriter):
 
 def _stored(root: Store, records: list[dict[str, Any]]) -> pl.DataFrame:
     """Id, content fingerprint and origin of every stored event."""
-    files = D.table_files(root, records, "events")
+    files = table_files(root, records, "events")
     if not files:
         return pl.DataFrame(schema=_SEEN)
     events = D.scan_dataset(root).events

@@ -20,7 +20,7 @@ from ocp_analytics.ingestion.batch import SourceSummary
 from ocp_analytics.ingestion.sources import Source
 from ocp_analytics.ingestion.versions import Versions, classify
 from ocp_analytics.spark.commit import Built, Part, PartWriter, drop_skipped
-from ocp_analytics.store.dataset import load_run_index
+from ocp_analytics.store.run_index import load_run_index
 from ocp_analytics.store.storage import Store
 
 if TYPE_CHECKING:

@@ -35,7 +35,7 @@ from ocp_analytics.store.commits import table_files
 from ocp_analytics.store.manifest import PartEntry, record_entries
 from ocp_analytics.store.storage import Store
 
-__all__ = ["WINDOWED", "PartChoice", "choose_parts"]
+__all__ = ["WINDOWED", "PartChoice", "choose_parts", "id_spans", "parts_meeting"]
 
 # The tables a windowed read prunes: those the evaluation reads a run's rows from.
 WINDOWED = ("runs", "attempts", "signals", "rules", "artifacts")
@@ -117,6 +117,50 @@ def choose_parts(
     seqs = frozenset(q for s, e in kept for q in range(_batches(s, e)[0], _batches(s, e)[1] + 1))
     pruned = sum(len(v) for v in listed.values()) - sum(len(v) for v in files.values())
     return PartChoice(files, versions, bool(newer), seqs, pruned)
+
+
+def parts_meeting(
+    root: Store,
+    records: list[dict[str, Any]],
+    spans: list[tuple[int, int]],
+    tables: tuple[str, ...] = WINDOWED,
+) -> dict[str, list[str]]:
+    """Per table, the parts whose ``doc_id`` range meets one of ``spans``; no part is opened.
+
+    ``spans`` are closed ``doc_id`` ranges, sorted and disjoint
+    (:func:`id_spans`). A part whose manifest entry lacks a range is kept.
+    Readers of a known set of runs (the runs a refresh decides again) open
+    these parts only.
+
+    Examples
+    --------
+    >>> from ocp_analytics.store.storage import store
+    >>> records = [{"seq": q, "files": {"runs": [f"runs/{q}.parquet"]}, "parts": [
+    ...     {"file": f"runs/{q}.parquet", "table": "runs", "doc_id": [q << 32, (q << 32) + 9]}]}
+    ...     for q in (1, 2, 3)]
+    >>> parts_meeting(store("."), records, id_spans([(2 << 32) + 5]), ("runs",))
+    {'runs': ['runs/2.parquet']}
+    """
+    known = {e.file: e for r in records for e in record_entries(r)}
+    return {
+        t: [
+            f
+            for f in table_files(root, records, t)
+            if _meets(spans, known.get(f) or PartEntry(f, t))
+        ]
+        for t in tables
+    }
+
+
+def id_spans(ids: list[int]) -> list[tuple[int, int]]:
+    """Sorted, disjoint closed ranges covering exactly the ``doc_id`` values ``ids``.
+
+    Examples
+    --------
+    >>> id_spans([7, 3, 4, 5, 9, 4])
+    [(3, 5), (7, 7), (9, 9)]
+    """
+    return _merged([(i, i) for i in ids])
 
 
 def _batches(seq: int, entry: PartEntry) -> tuple[int, int]:
