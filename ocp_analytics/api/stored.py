@@ -42,10 +42,12 @@ from ocp_analytics.engine.evaluate import Sink, selected, slices
 from ocp_analytics.engine.known import KnownNames
 from ocp_analytics.model.rules import Rule
 from ocp_analytics.store.dataset import Dataset
+from ocp_analytics.store.decisions import DECISIONS_SCHEMA
 
 __all__ = ["observing", "run_stored"]
 
 _LOG = logging.getLogger("ocp_analytics.decisions")
+_STORED = frozenset(DECISIONS_SCHEMA.names)
 _SEEN: ContextVar[list[RefreshSummary] | None] = ContextVar("ocp_decisions_seen", default=None)
 
 
@@ -97,15 +99,24 @@ class _Live:
         self.kept = kept
         self.again = again if again is not None and again.height else None
 
-    def slice(self, runs: pl.DataFrame) -> tuple[pl.LazyFrame, pl.LazyFrame | None]:
-        """The kept and decided-again rows of the runs ``runs`` (with their carried columns)."""
+    def slice(
+        self, runs: pl.DataFrame, cols: Sequence[str]
+    ) -> tuple[pl.LazyFrame, pl.LazyFrame | None]:
+        """The kept and decided-again rows of the runs ``runs`` (with their carried columns).
+
+        Only the stored columns among ``cols`` are read (``as_of`` is the
+        requested one, set later): a rates table reads a few narrow columns
+        of the rows, not their ``run_id`` and reasons.
+        """
         ids = runs.get_column("doc_id")
         lo, hi = ids.min(), ids.max()
         bounds = pl.col("doc_id").is_between(lo, hi) if ids.len() else pl.lit(False)
-        kept = self.kept.filter(bounds).join(runs.lazy(), on="doc_id", how="inner")
+        stored = [c for c in cols if c in _STORED and c not in runs.columns and c != "as_of"]
+        read = ["doc_id", *stored]
+        kept = self.kept.select(read).filter(bounds).join(runs.lazy(), on="doc_id", how="inner")
         again = None
         if self.again is not None:
-            again = self.again.lazy().join(runs.lazy(), on="doc_id", how="inner")
+            again = self.again.lazy().select(read).join(runs.lazy(), on="doc_id", how="inner")
         return kept, again
 
 
@@ -215,7 +226,7 @@ def _stored_slice(
     counts: list[int],
 ) -> pl.DataFrame:
     """One stored rule's frame of a slice; ``counts`` [reused, decided] are added to."""
-    kept, again = live.slice(runs)
+    kept, again = live.slice(runs, cols)
     frames = pl.collect_all([kept, *([] if again is None else [again])])
     counts[0] += frames[0].height
     counts[1] += sum(f.height for f in frames[1:])
