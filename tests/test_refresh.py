@@ -3,9 +3,11 @@ the refreshed store holds exactly the rows of a full evaluation at the same as_o
 
 from __future__ import annotations
 
+import importlib
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import orjson
 import polars as pl
@@ -22,6 +24,8 @@ from ocp_analytics.store.decisions import DecisionStore
 from ocp_analytics.store.storage import store
 
 SEED = 5
+# the module (``ocp_analytics.api.refresh`` is the function the package exports)
+refresh_module = importlib.import_module("ocp_analytics.api.refresh")
 KEY = ["run_id", "rule"]
 
 
@@ -184,3 +188,73 @@ def test_the_cli_refresh_says_what_it_reused(tmp_path: Path) -> None:
     assert "decisions: 0 reused, 40 decided" in first.output
     second = CliRunner().invoke(app, args)
     assert second.exit_code == 0 and "decisions: " in second.output
+
+
+@pytest.mark.parametrize("entries", [3, 8])
+def test_a_store_refreshed_every_night_keeps_a_short_chain(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entries: int
+) -> None:
+    monkeypatch.setattr(refresh_module, "FOLD_ENTRIES", entries)
+    ds, rules = tmp_path / "ds", [Rule.parse("tests+review")]
+    docs = _docs(0, 240)
+    oa.ingest(_write(tmp_path / "day.ndjson", docs[:120]), ds)
+    oa.refresh(ds, rules, as_of="2026-11-01T00:00:00Z")
+    lengths = []
+    for night in range(12):
+        new = docs[120 + 10 * night : 130 + 10 * night]
+        oa.ingest(_write(tmp_path / f"night-{night}.ndjson", new), ds)
+        if night % 4 == 3:  # now and then new versions of old runs, and late events
+            changed = json.loads(json.dumps(docs[night * 10 : night * 10 + 8]))
+            for d in changed:
+                d["run"]["signals"] = d["run"].get("signals", [])[:1]
+            oa.ingest(_write(tmp_path / f"again-{night}.ndjson", changed), ds)
+            ended = {i: _ended(d) for i, d in enumerate(docs)}
+            feed = list(event_records(120, 20, seed=night, ended=ended))
+            oa.ingest_events(_write(tmp_path / f"events-{night}.ndjson", feed), ds)
+        as_of = f"2026-11-{2 + night:02d}T00:00:00Z"
+        oa.refresh(ds, rules, as_of=as_of)
+        record = DecisionStore(store(ds), fingerprint(rules[0])).latest()
+        assert record is not None
+        lengths.append(len(record["chain"]))
+        _same_as_full(ds, rules, as_of)
+    assert max(lengths) <= entries
+    assert 1 in lengths[1:]  # the whole chain folded once the nights grew
+    if entries == 3:
+        assert 2 in lengths[2:]  # the nights folded into one behind the first entry
+
+
+def test_a_fold_killed_before_its_record_leaves_the_nights_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(refresh_module, "FOLD_ENTRIES", 1)
+    ds, rules = tmp_path / "ds", [Rule.parse("tests")]
+    docs = _docs(0, 80)
+    oa.ingest(_write(tmp_path / "day.ndjson", docs[:60]), ds)
+    oa.refresh(ds, rules, as_of="2026-11-01T00:00:00Z")
+    oa.ingest(_write(tmp_path / "night.ndjson", docs[60:]), ds)
+    commit = DecisionStore.commit
+
+    def killed_fold(self: DecisionStore, gen: Any, previous: Any, ids: Any, meta: dict) -> Any:
+        if meta.get("folded"):
+            raise KeyboardInterrupt
+        return commit(self, gen, previous, ids, meta)
+
+    monkeypatch.setattr(DecisionStore, "commit", killed_fold)
+    with pytest.raises(KeyboardInterrupt):
+        oa.refresh(ds, rules, as_of="2026-11-02T00:00:00Z")
+    st = DecisionStore(store(ds), fingerprint(None))  # the first store refreshed: the recorded
+    record = st.latest()
+    assert record is not None and len(record["chain"]) == 2 and "folded" not in record
+    read, _ = decisions_or_raw(ds, rules, as_of="2026-11-02T00:00:00Z")  # through its chain
+    full = oa.acceptance(ds, rules, as_of="2026-11-02T00:00:00Z", use_decisions=False)
+    assert_frame_equal(read.sort(KEY), full.sort(KEY), check_dtypes=False)
+    monkeypatch.setattr(DecisionStore, "commit", commit)
+    oa.refresh(ds, rules, as_of="2026-11-02T00:00:00Z")  # nothing changed: no new generation
+    oa.ingest(_write(tmp_path / "more.ndjson", _docs(80, 5)), ds)
+    oa.refresh(ds, rules, as_of="2026-11-03T00:00:00Z")
+    record = st.latest()
+    assert record is not None and len(record["chain"]) <= 2 and record["folded"]
+    listed = {p for e in record["chain"] for p in e["parts"]}
+    oa.refresh(ds, rules, as_of="2026-11-03T00:00:00Z")  # the next refresh deletes what is unlisted
+    assert {f"parts/{n}" for n in st.root.child("parts").names()} == listed
+    _same_as_full(ds, rules, "2026-11-03T00:00:00Z")

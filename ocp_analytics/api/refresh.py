@@ -56,6 +56,7 @@ __all__ = ["RefreshSummary", "decisions_or_raw", "refresh"]
 _DOC = "_doc_id"  # the carried doc_id (carried names start with "_")
 _EMPTY = pl.Series("doc_id", [], pl.Int64)
 _LAST_ID = (1 << 63) - 1
+FOLD_ENTRIES = 8  # a store's chain entries before its nights are folded into one
 
 
 @dataclass(frozen=True)
@@ -387,7 +388,23 @@ def _commit(plan: _Plan, gen: Generation, ds: Dataset, when: datetime) -> None:
         "reused": plan.reused,
         "decided": gen.rows,
     }
-    plan.store.commit(gen, record, plan.dropped if record is not None else None, meta)
+    written = plan.store.commit(gen, record, plan.dropped if record is not None else None, meta)
+    _fold(plan.store, written)
+
+
+def _fold(store: DecisionStore, record: dict) -> None:
+    """Keep a store's chain short: a night adds an entry, each read filters every entry.
+
+    Past :data:`FOLD_ENTRIES` entries, those after the first (the nights)
+    become one; when the nights' rows pass half the first entry's, the
+    whole chain becomes one (every live row rewritten: the store's cost
+    once in many nights).
+    """
+    chain = record["chain"]
+    if len(chain) > 1 and sum(e["rows"] for e in chain[1:]) > chain[0]["rows"] / 2:
+        store.fold(record, 0)
+    elif len(chain) > FOLD_ENTRIES:
+        store.fold(record, 1)
 
 
 def decisions_or_raw(

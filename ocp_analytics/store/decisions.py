@@ -54,6 +54,7 @@ DECISIONS_SCHEMA = pa.schema(
     ]
 )
 _IDS = pa.schema([pa.field("doc_id", pa.int64(), nullable=False)])
+_NONE = pl.Series("doc_id", [], pl.Int64)
 
 
 class Generation:
@@ -192,6 +193,38 @@ class DecisionStore:
                 )
             )
         return record
+
+    def fold(self, record: dict[str, Any], start: int) -> dict[str, Any]:
+        """Write the chain's entries from ``start`` on as one entry: a new generation.
+
+        The live rows of those entries are rewritten (a part per part read,
+        so memory stays that of a part), their ``superseded`` ids joined
+        (they concern the entries before ``start``; none when ``start`` is
+        0) and their live ``pending`` ids kept. The rows the store gives are
+        the same; reading them costs one entry's files and filters instead
+        of many. Written like a refresh's generation: files first, the
+        record last; a fold killed at any point leaves the store as it was.
+        """
+        chain = record["chain"]
+        later = self._later_superseded(record)
+        gen = self.start()
+        for entry, dead in zip(chain[start:], later[start:], strict=True):
+            for part in entry["parts"]:
+                rows = pl.read_parquet(
+                    self.root.child(part).uri, storage_options=self.root.storage_options()
+                )
+                gen.add(rows.filter(~pl.col("doc_id").is_in(dead.implode())), _NONE)
+        ids = [self._ids(e.get("superseded")) for e in chain[start:]] if start else []
+        superseded = pl.concat([_NONE, *ids]).unique().sort()
+        pending = [
+            p.filter(~p.is_in(dead.implode()))
+            for e, dead in zip(chain[start:], later[start:], strict=True)
+            if len(p := self._ids(e.get("pending")))
+        ]
+        gen.pending = [pl.concat([_NONE, *pending])]
+        meta = {k: v for k, v in record.items() if k not in ("generation", "chain", "committed_at")}
+        previous = {**record, "chain": chain[:start]}
+        return self.commit(gen, previous, superseded if start else None, {**meta, "folded": True})
 
     # --- reading --------------------------------------------------------------------
 
