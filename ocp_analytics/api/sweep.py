@@ -30,7 +30,7 @@ from ocp_analytics.model.rules import Rule, ScoreTarget, resolve_rules
 from ocp_analytics.store.commits import Snapshot
 from ocp_analytics.store.dataset import scan_at
 
-__all__ = ["score_rule", "sweep"]
+__all__ = ["curves", "score_rule", "sweep"]
 
 
 def score_rule(
@@ -156,18 +156,60 @@ def sweep(
     (2520.0, 0.571)
     """
     the_rule = score_rule(rule, score=score, better=better, requires=requires)
-    assert the_rule.score is not None
-    direction: Better = "lower" if the_rule.score.better == "lower" else "higher"
     if for_rate is not None and not 0.0 <= for_rate <= 1.0:
         raise OcpAnalyticsError(
             hint(f"for_rate must be a share between 0 and 1, not {for_rate}.", "e.g. 0.8.")
         )
-    scope = _Scope.read([the_rule], as_of, since, until, False, slice_runs, where)
+    [curve] = curves(
+        dataset,
+        [the_rule],
+        by=by,
+        as_of=as_of,
+        since=since,
+        until=until,
+        where=where,
+        slice_runs=slice_runs,
+        snapshot=snapshot,
+        for_rate=for_rate,
+        stacklevel=3,
+    )
+    return curve
+
+
+def curves(
+    dataset: DatasetLike,
+    rules: Sequence[Rule],
+    *,
+    by: By = (),
+    as_of: When = None,
+    since: When = None,
+    until: When = None,
+    where: Sequence[str] = (),
+    slice_runs: int = SLICE_RUNS,
+    snapshot: Snapshot = None,
+    for_rate: float | None = None,
+    stacklevel: int = 2,
+) -> list[pl.DataFrame]:
+    """:func:`sweep`'s curve of each rule with a score, every rule in one pass over the runs.
+
+    What the report draws: a curve per rule, at the cost of about one
+    evaluation (the rests of every rule are decided together).
+
+    Examples
+    --------
+    >>> import ocp_analytics as oa, tempfile
+    >>> ds = tempfile.mkdtemp() + "/ds"
+    >>> _ = oa.ingest("tests/data/examples/v0.3", ds)
+    >>> rules = [oa.Rule.parse("runtime_s<=3600"), oa.Rule.parse("tests+runtime_s<=3600")]
+    >>> [c.height for c in curves(ds, rules, as_of="2027-01-01")]
+    [6, 6]
+    """
+    scope = _Scope.read(list(rules), as_of, since, until, False, slice_runs, where)
     names, keys, carry = group_carry(by, None)
-    known = KnownNames([the_rule])
-    rows = collect_sweep_rows(
+    known = KnownNames(list(rules))
+    found = collect_sweep_rows(
         scan_at(dataset, snapshot),
-        the_rule,
+        rules,
         scope.as_of,
         since=scope.since,
         until=scope.until,
@@ -177,15 +219,19 @@ def sweep(
         known=known,
     )
     for message in known.messages():
-        warnings.warn(message, UserWarning, stacklevel=2)
-    if rows.width == 0:  # no slice at all: the columns sweep reads, no row
-        rows = pl.DataFrame(schema={**{k: pl.String for k in keys}, "value": pl.Float64})
-        rows = rows.with_columns(pl.lit(None, pl.Int8).alias("rest"))
-    curve = sweep_curve(rows, direction, keys)
-    if for_rate is not None:
-        curve = rate_target(curve, for_rate, direction, keys)
-    out = curve.rename(dict(zip(keys, names, strict=True))).with_columns(
-        pl.lit(scope.as_of).alias("as_of")
-    )
-    warn_missing_labels(out, names)
-    return out.select(*names, *SWEEP_COLUMNS, "as_of")
+        warnings.warn(message, UserWarning, stacklevel=stacklevel)
+    out = []
+    for rule, rows in zip(rules, found, strict=True):
+        assert rule.score is not None
+        direction: Better = "lower" if rule.score.better == "lower" else "higher"
+        if rows.width == 0:  # no slice at all: the columns sweep reads, no row
+            rows = pl.DataFrame(schema={**{k: pl.String for k in keys}, "value": pl.Float64})
+            rows = rows.with_columns(pl.lit(None, pl.Int8).alias("rest"))
+        curve = sweep_curve(rows, direction, keys)
+        if for_rate is not None:
+            curve = rate_target(curve, for_rate, direction, keys)
+        curve = curve.rename(dict(zip(keys, names, strict=True)))
+        curve = curve.with_columns(pl.lit(scope.as_of).alias("as_of"))
+        warn_missing_labels(curve, names)
+        out.append(curve.select(*names, *SWEEP_COLUMNS, "as_of"))
+    return out

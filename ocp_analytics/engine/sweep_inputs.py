@@ -114,20 +114,42 @@ def sweep_rows(
     >>> sweep_rows(tables, rule, datetime(2027, 1, 1, tzinfo=UTC)).collect().rows()
     [(3300.0, 2)]
     """
-    rest = rest_rule(rule)
-    assert rule.score is not None  # rest_rule refused a rule without one
+    return sweeps_rows(tables, [rule], as_of, carry)[0]
+
+
+def sweeps_rows(
+    tables: Mapping[str, pl.LazyFrame],
+    rules: Sequence[Rule],
+    as_of: datetime,
+    carry: Sequence[pl.Expr] = (),
+) -> list[pl.LazyFrame]:
+    """:func:`sweep_rows` of each rule, the rests of every rule decided in one evaluation.
+
+    A report sweeps each rule with a score; one evaluation of their rests
+    (``decide`` of every rule at once, the latest scores of every name read
+    once) costs about what one rule's does, where a pass per rule cost one
+    evaluation each.
+    """
+    rests = [rest_rule(r) for r in rules]
     keep = [*carry, pl.col("doc_id").alias(_DOC)]
-    [decided] = decide(tables, [rest], as_of, recorded=False, carry=keep, reasons=False)
-    scores = latest_scores(known_at(tables["signals"], as_of), [rule.score.name])
-    value = scores.select(pl.col("doc_id").alias(_DOC), pl.col("value").cast(pl.Float64))
+    decided = decide(tables, rests, as_of, recorded=False, carry=keep, reasons=False)
+    names = sorted({r.score.name for r in rules if r.score is not None})
+    scores = latest_scores(known_at(tables["signals"], as_of), names)
     carried = [e.meta.output_name() for e in carry]
-    state = rest_state(pl.col("outcome"), bool(rest.requires)).alias("rest")
-    return decided.join(value, on=_DOC, how="left").select(*carried, "value", state)
+    out = []
+    for rule, rest, frame in zip(rules, rests, decided, strict=True):
+        assert rule.score is not None  # rest_rule refused a rule without one
+        value = scores.filter(pl.col("name") == rule.score.name).select(
+            pl.col("doc_id").alias(_DOC), pl.col("value").cast(pl.Float64)
+        )
+        state = rest_state(pl.col("outcome"), bool(rest.requires)).alias("rest")
+        out.append(frame.join(value, on=_DOC, how="left").select(*carried, "value", state))
+    return out
 
 
 def collect_sweep_rows(
     dataset: DatasetLike,
-    rule: Rule,
+    rules: Sequence[Rule],
     as_of: datetime,
     *,
     since: datetime | None = None,
@@ -136,8 +158,8 @@ def collect_sweep_rows(
     carry: Callable[[pl.Schema], Sequence[pl.Expr]] | None = None,
     slice_runs: int = SLICE_RUNS,
     known: KnownNames | None = None,
-) -> pl.DataFrame:
-    """:func:`sweep_rows` of every run of ``dataset`` in the window, a slice at a time.
+) -> list[pl.DataFrame]:
+    """:func:`sweep_rows` of every run of ``dataset`` in the window for each rule, in one pass.
 
     The window (``[since, until)`` on the run's time) and ``where`` filters
     select runs as the evaluation loop does
@@ -145,11 +167,14 @@ def collect_sweep_rows(
     expressions from the ``runs`` schema; ``known`` is handed each slice's
     signals (for the warning about names no run carries). Only the carried
     columns, ``value`` and ``rest`` of each run are kept: about ten bytes a
-    run besides the groups.
+    run besides the groups. One frame per rule (with no column when there
+    was no slice).
     """
     parts = slices(dataset, slice_runs, since=since, until=until)
-    frames = [
-        sweep_rows(tables, rule, as_of, exprs).collect()
-        for tables, exprs in selected(parts, since, until, where, carry, known)
-    ]
-    return pl.concat(frames, how="vertical") if frames else pl.DataFrame()
+    frames: list[list[pl.DataFrame]] = [[] for _ in rules]
+    for tables, exprs in selected(parts, since, until, where, carry, known):
+        for kept, frame in zip(
+            frames, pl.collect_all(sweeps_rows(tables, rules, as_of, exprs)), strict=True
+        ):
+            kept.append(frame)
+    return [pl.concat(f, how="vertical") if f else pl.DataFrame() for f in frames]

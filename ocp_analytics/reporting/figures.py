@@ -318,21 +318,23 @@ def _sweep(ctx: Context) -> dict[str, pl.DataFrame]:
 
     Empty (no figure, no section) when no rule of the report has a score;
     the recorded rules vary from run to run, so only the named rules are
-    swept. Each rule's curve is one more pass over the window's slices (its
-    cost: docs/report.md, "Cost").
+    swept. Every rule's curve comes from one pass over the window's slices
+    (:func:`~ocp_analytics.api.sweep.curves`; its cost: docs/report.md, "Cost").
     """
-    from ocp_analytics.api.sweep import sweep
+    from ocp_analytics.api.sweep import curves
 
+    scored = [rule for rule in ctx.rules if rule.score is not None]
+    if not scored:
+        return {}
+    with warnings.catch_warnings():
+        # the evaluation loop has warned of these rules' unknown names already
+        warnings.simplefilter("ignore")
+        found = curves(
+            ctx.dataset, scored, by=ctx.by, as_of=ctx.as_of, since=ctx.since, until=ctx.until
+        )
     parts = []
-    for rule in ctx.rules:
-        if rule.score is None:
-            continue
-        with warnings.catch_warnings():
-            # the evaluation loop has warned of these rules' unknown names already
-            warnings.simplefilter("ignore")
-            curve = sweep(
-                ctx.dataset, rule, by=ctx.by, as_of=ctx.as_of, since=ctx.since, until=ctx.until
-            )
+    for rule, curve in zip(scored, found, strict=True):
+        assert rule.score is not None
         about = {"rule": rule.name, "score": rule.score.name, "better": rule.score.better}
         parts.append(
             curve.select(
