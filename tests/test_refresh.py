@@ -258,3 +258,31 @@ def test_a_fold_killed_before_its_record_leaves_the_nights_record(
     oa.refresh(ds, rules, as_of="2026-11-03T00:00:00Z")  # the next refresh deletes what is unlisted
     assert {f"parts/{n}" for n in st.root.child("parts").names()} == listed
     _same_as_full(ds, rules, "2026-11-03T00:00:00Z")
+
+
+def test_a_pending_row_is_decided_again_only_once_it_may_read_otherwise(tmp_path: Path) -> None:
+    ds, rules = tmp_path / "ds", [Rule.parse("tests"), Rule.parse("tests+review")]
+    oa.ingest(_write(tmp_path / "a.ndjson", _docs(0, 300)), ds)
+    oa.refresh(ds, rules, as_of="2026-11-10T00:00:00Z")
+    stores = [DecisionStore(store(ds), fingerprint(t)) for t in [None, *rules]]
+
+    def pending() -> pl.DataFrame:
+        frames = []
+        for st in stores:
+            record = st.latest()
+            assert record is not None
+            frames.append(st.pending(record))
+        return pl.concat(frames)
+
+    held = pending()
+    assert held.height > 0 and held["changes_at"].null_count() == 0
+    for later in ["2026-11-10T06:00:00Z", "2026-11-14T00:00:00Z", "2026-12-31T00:00:00Z"]:
+        when = datetime.fromisoformat(later.replace("Z", "+00:00"))
+        due = held.filter(pl.col("changes_at") <= when).height
+        if later.startswith("2026-11-10"):
+            assert due < held.height  # six hours on, most pending rows read the same
+        summary = oa.refresh(ds, rules, as_of=later)
+        assert summary.decided == due  # the others read the same at `later`: kept
+        _same_as_full(ds, rules, later)
+        held = pending()
+    assert held.height == 0  # by the end of the year every window has closed

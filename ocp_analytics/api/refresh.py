@@ -28,12 +28,13 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from ocp_analytics.engine.acceptance import OUTPUT_SCHEMA, decide
+from ocp_analytics.engine.acceptance import OUTPUT_SCHEMA, WINDOW_CLOSES, decide
 from ocp_analytics.engine.evaluate import SLICE_RUNS, SLICED_TABLES, run, without_absent_links
 from ocp_analytics.engine.features import matched_events
 from ocp_analytics.engine.finality import (
     CONTRACT,
     canonical_rule,
+    changes_at,
     fingerprint,
     is_final,
     observed_until,
@@ -155,8 +156,7 @@ def _changes(ds: Dataset, seq: int) -> tuple[pl.Series, pl.Series, pl.Series]:
     if not (matched.len() or (new.height and replaced)):
         return new.get_column("doc_id"), matched, _EMPTY
     # the runs of matched versions, and every version of those runs and of the new ones
-    ids = matched.sort().to_list()
-    held = ds.holding(id_spans(ids), ("runs",))["runs"]
+    held = ds.holding(id_spans(matched), ("runs",))["runs"]
     of_matched = held.filter(pl.col("doc_id").is_in(matched.implode())).select("run_id").collect()
     wanted = pl.concat([new.get_column("run_id"), of_matched.get_column("run_id")]).unique()
     versions = (
@@ -198,8 +198,9 @@ def _plans(ds: Dataset, targets: list[Rule | None], when: datetime) -> list[_Pla
         # at the store's own as_of a row not final is still the row a full evaluation
         # gives, unless its run changed since (new, touched, gone): decided again only later
         later_as_of = when > datetime.fromisoformat(record["as_of"])
-        pending = st.pending(record) if later_as_of else _EMPTY
-        again, dropped = redecide(pending, new, touched, gone)
+        # of those, only the rows that may read otherwise by ``when`` (changes_at)
+        due = _due(st.pending(record), when) if later_as_of else _EMPTY
+        again, dropped = redecide(due, new, touched, gone)
         stored = int((dropped < ((seq + 1) << 32)).sum())
         plans.append(_Plan(target, st, record, again, dropped, int(record["rows"]) - stored))
     return plans
@@ -217,15 +218,27 @@ def _late(tables: dict[str, pl.LazyFrame], when: datetime) -> pl.DataFrame:
 
 
 def _rows(decisions: pl.DataFrame, late: pl.DataFrame) -> pl.DataFrame:
-    """Decision rows (with the carried doc_id) as the store holds them."""
+    """Decision rows (with the carried doc_id) as the store holds them, and ``changes_at``."""
     rows = decisions.rename({_DOC: "doc_id"}).join(late, on="doc_id", how="left")
-    return rows.select(DECISIONS_SCHEMA.names)
+    change = changes_at(pl.col(WINDOW_CLOSES), pl.col("observed_next")).alias("changes_at")
+    return rows.select(*DECISIONS_SCHEMA.names, change)
 
 
-def _pending(rows: pl.DataFrame) -> pl.Series:
-    """The doc_ids of rows not final at their own ``as_of``."""
+def _pending(rows: pl.DataFrame) -> pl.DataFrame:
+    """``doc_id, changes_at`` of the rows not final at their own ``as_of``."""
     final = is_final(pl.col("window_open"), pl.col("observed_until"), pl.col("as_of"))
-    return rows.filter(~final).get_column("doc_id")
+    return rows.filter(~final).select("doc_id", "changes_at")
+
+
+def _due(pending: pl.DataFrame, when: datetime) -> pl.Series:
+    """The pending rows that may read otherwise at ``when``; unknown when: all of them.
+
+    A row whose ``changes_at`` is after ``when`` is the row a full evaluation
+    at ``when`` gives (:func:`~ocp_analytics.engine.finality.changes_at`):
+    it stays as it is, still pending.
+    """
+    at = pl.col("changes_at")
+    return pending.filter(at.is_null() | (at <= pl.lit(when))).get_column("doc_id")
 
 
 def _carry(_: pl.Schema) -> list[pl.Expr]:
@@ -240,13 +253,14 @@ def _decide_again(ds: Dataset, plans: list[_Plan], when: datetime) -> dict[str, 
     ids = pl.concat([p.again for p in plans]).unique().sort()
     keep = pl.col("doc_id").is_in(ids.implode())
     # the runs decided again are current versions: read from the parts holding them only
-    held = ds.holding(id_spans(ids.to_list()), SLICED_TABLES)
+    held = ds.holding(id_spans(ids), SLICED_TABLES)
     tables = {t: held[t].filter(keep) for t in SLICED_TABLES}
     tables["events"] = ds.frames["events"]
     tables = dict(without_absent_links(tables, ds.signal_links))
     recorded = any(p.target is None for p in plans)
     alt = [p.target for p in plans if p.target is not None]
-    frames = pl.collect_all(decide(tables, alt, when, recorded=recorded, carry=_carry(pl.Schema())))
+    decided = decide(tables, alt, when, recorded=recorded, carry=_carry(pl.Schema()), closes=True)
+    frames = pl.collect_all(decided)
     late = _late(tables, when)
     out = {}
     for plan, frame in zip(sorted(plans, key=lambda p: p.target is not None), frames, strict=True):
@@ -258,7 +272,7 @@ def _decide_again(ds: Dataset, plans: list[_Plan], when: datetime) -> dict[str, 
 class _Rows:
     """A sink: each rule's decisions of a slice, as stored rows, to a generation or a list."""
 
-    columns = tuple(OUTPUT_SCHEMA)
+    columns = (*OUTPUT_SCHEMA, WINDOW_CLOSES)
 
     def __init__(self, late: pl.DataFrame, gens: dict[str, Generation] | None = None) -> None:
         self.late, self.gens = late, gens

@@ -22,13 +22,21 @@ from typing import NamedTuple
 
 import polars as pl
 
-from ocp_analytics.engine.features import ASSERTED, ATTEMPT_FIELDS, FAIL, PASS, window_open
+from ocp_analytics.engine.features import (
+    ASSERTED,
+    ATTEMPT_FIELDS,
+    FAIL,
+    PASS,
+    window_closes,
+    window_open,
+)
 from ocp_analytics.schemas import OUTCOME_TIERS, TIER_Q, polars_schema
 
 __all__ = [
     "CODED",
     "NO_WORDS",
     "OUTPUT_SCHEMA",
+    "WINDOW_CLOSES",
     "Words",
     "enum_words",
     "finish",
@@ -39,6 +47,8 @@ __all__ = [
 
 # The decisions' columns: derived from the declared schema (schemas.ACCEPTANCE).
 OUTPUT_SCHEMA = dict(polars_schema("acceptance"))
+# finish(..., closes=True): when an open window closes (the instant a row may change)
+WINDOW_CLOSES = "_window_closes"
 CODED = ("rule", "outcome", "tier")  # the texts decide(..., coded=True) gives as Enum
 _APOS = ATTEMPT_FIELDS["pos"]
 
@@ -134,6 +144,7 @@ def finish(
     *,
     reasons: bool = True,
     rule: str | None = None,
+    closes: bool = False,
 ) -> pl.LazyFrame:
     """Summaries → ``outcome, reasons, tier, q``, the attempt at acceptance, ``window_open``.
 
@@ -142,6 +153,8 @@ def finish(
     a counted excluded event (``late``) then rejects; an unreadable rule is
     unknown (``invalid_rule``), a missing one too (``no_rule``). With
     ``reasons`` false the ``reasons`` column is left null (rates need none).
+    With ``closes``, a last column :data:`WINDOW_CLOSES`: when an open
+    window closes (null when the window is not open).
     With ``rule`` (the name every row of the summary has), the texts of
     :data:`CODED` are Enum columns, and so are the reasons' words where they
     come from a table of outcomes (``words.lut``); the rest is as
@@ -169,7 +182,7 @@ def finish(
         summary = _reasons_from_table(summary, words.lut, coded=rule is not None)
     else:
         summary = _reasons_by_key(summary, words)
-    return _output_columns(summary, outcome, rank, decided, as_of, carried, rule)
+    return _output_columns(summary, outcome, rank, decided, as_of, carried, rule, closes)
 
 
 def _said(otherwise: pl.Expr) -> pl.Expr:
@@ -222,9 +235,13 @@ def _output_columns(
     as_of: datetime,
     carried: Sequence[str],
     rule: str | None = None,
+    closes: bool = False,
 ) -> pl.LazyFrame:
     valid = pl.col("valid").fill_null(False)
     coded = rule is not None
+    is_open = valid & window_open(pl.col("has_events"), pl.col("window_days"), as_of)
+    ends = pl.when(is_open).then(window_closes(pl.col("has_events"), pl.col("window_days")))
+    extra = [ends.dt.cast_time_unit("us").alias(WINDOW_CLOSES)] if closes else []
     tier = pl.lit(_TIER_ENUM).gather(rank) if coded else tier_word(rank)
     return summary.select(
         "run_id",
@@ -237,9 +254,8 @@ def _output_columns(
         pl.when(decided).then(pl.col(_APOS)).alias("attempts_to_acceptance"),
         pl.when(decided).then(pl.col("an")).alias("accepted_attempt_n"),
         pl.when(decided).then(pl.col("ar")).alias("accepted_round"),
-        (valid & window_open(pl.col("has_events"), pl.col("window_days"), as_of)).alias(
-            "window_open"
-        ),
+        is_open.alias("window_open"),
         pl.lit(as_of).dt.cast_time_unit("us").alias("as_of"),
+        *extra,
         *carried,
     ).cast({k: v for k, v in OUTPUT_SCHEMA.items() if not (coded and k in (*CODED, "reasons"))})

@@ -34,7 +34,14 @@ from ocp_analytics.engine._compiled import (
     event_columns,
     wide_features,
 )
-from ocp_analytics.engine._finish import CODED, OUTPUT_SCHEMA, Words, enum_words, finish
+from ocp_analytics.engine._finish import (
+    CODED,
+    OUTPUT_SCHEMA,
+    WINDOW_CLOSES,
+    Words,
+    enum_words,
+    finish,
+)
 from ocp_analytics.engine._recorded import (
     SEP,
     TEXT_WORDS,
@@ -60,6 +67,7 @@ __all__ = [
     "OUTPUT_SCHEMA",
     "SEP",
     "TIER_RANK",
+    "WINDOW_CLOSES",
     "decide",
     "enum_words",
     "turned_by_late_event",
@@ -75,6 +83,7 @@ def decide(
     carry: Sequence[pl.Expr] = (),
     reasons: bool = True,
     coded: bool = False,
+    closes: bool = False,
 ) -> list[pl.LazyFrame]:
     """Acceptance rows of one set of runs: a frame for the recorded rules, one per rule.
 
@@ -106,6 +115,10 @@ def decide(
         The texts of :data:`CODED` as Enum columns (the same words; each
         frame's ``rule`` an Enum of its one name); ``reasons`` may then be a
         list of Enum words.
+    closes
+        A column ``_window_closes`` before the carried ones: the instant an
+        open window closes (null when it is not open), which the decisions
+        store reads to know when a row may change.
 
     Returns
     -------
@@ -130,7 +143,15 @@ def decide(
     shared = _shared_features(tables, c, as_of, carry, None if own is None else own[1], exploded)
 
     def done(summary: pl.LazyFrame, words: Words, name: str) -> pl.LazyFrame:
-        return finish(summary, as_of, carried, words, reasons=reasons, rule=name if coded else None)
+        return finish(
+            summary,
+            as_of,
+            carried,
+            words,
+            reasons=reasons,
+            rule=name if coded else None,
+            closes=closes,
+        )
 
     frames: list[pl.LazyFrame] = []
     if recorded:

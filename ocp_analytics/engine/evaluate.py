@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import polars as pl
 
-from ocp_analytics.engine.acceptance import OUTPUT_SCHEMA, decide
+from ocp_analytics.engine.acceptance import OUTPUT_SCHEMA, WINDOW_CLOSES, decide
 from ocp_analytics.engine.known import KnownNames
 from ocp_analytics.engine.rates import where_conditions
 from ocp_analytics.engine.timeaxis import in_window
@@ -350,7 +350,8 @@ def run(
         handing: Future[None] | None = None
         for i, (tables, exprs) in enumerate(selected(parts, since, until, where, carry, known), 1):
             carried = [e.meta.output_name() for e in exprs]
-            cols = [c for c in wanted if c in OUTPUT_SCHEMA] + carried
+            closes = WINDOW_CLOSES in wanted  # a sink asks when open windows close
+            cols = [c for c in wanted if c in OUTPUT_SCHEMA] + [WINDOW_CLOSES] * closes + carried
             decided = decide(
                 tables,
                 rules,
@@ -359,6 +360,7 @@ def run(
                 carry=exprs,
                 reasons="reasons" in cols,
                 coded=coded,
+                closes=closes,
             )
             if handing is not None:
                 handing.result()  # the previous slice is in the sinks (or raises)

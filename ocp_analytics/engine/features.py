@@ -295,6 +295,16 @@ def event_counts(window_days: pl.Expr) -> pl.Expr:
 
 def window_open(has_events: pl.Expr, window_days: pl.Expr, as_of: datetime) -> pl.Expr:
     """A late event could still turn the outcome (docs/figures.md "window_open")."""
+    late_enough = pl.lit(as_of) < window_closes(has_events, window_days)
+    return late_enough.fill_null(False)
+
+
+def window_closes(has_events: pl.Expr, window_days: pl.Expr) -> pl.Expr:
+    """The instant a run's window closes (``ended_at + window_days``); null when it has none.
+
+    None without an ``ended_at`` or when the rule excludes no event: no late
+    event can turn such a run. ``window_open`` at ``as_of`` is ``as_of`` before it.
+    """
     end = pl.col("ended_at")
-    late_enough = pl.lit(as_of) < end + pl.duration(days=1) * window_days
-    return (end.is_not_null() & has_events & late_enough).fill_null(False)
+    closes = end + pl.duration(days=1) * window_days
+    return pl.when(end.is_not_null() & has_events).then(closes)

@@ -35,6 +35,7 @@ from ocp_analytics.model.rules import RECORDED, Rule
 __all__ = [
     "CONTRACT",
     "canonical_rule",
+    "changes_at",
     "fingerprint",
     "is_final",
     "observed_until",
@@ -107,7 +108,9 @@ def observed_until(
     *,
     after: datetime | None = None,
 ) -> pl.LazyFrame:
-    """``doc_id, observed_until``: the latest ``observed_at`` of each run's signals and events.
+    """``doc_id, observed_until, observed_next``: the latest and earliest ``observed_at``.
+
+    Of each run's signals and matched events.
 
     ``matched`` are the late events matched to the runs
     (:func:`~ocp_analytics.engine.features.matched_events`). With ``after``,
@@ -121,10 +124,9 @@ def observed_until(
     >>> s = pl.LazyFrame({"doc_id": [1, 1, 2, 3], "observed_at": [
     ...     datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 3, 1, tzinfo=UTC), None,
     ...     datetime(2026, 1, 5, tzinfo=UTC)]})
-    >>> observed_until(s).sort("doc_id").collect().rows()  # doctest: +NORMALIZE_WHITESPACE
-    [(1, datetime.datetime(2026, 3, 1, 0, 0, tzinfo=zoneinfo.ZoneInfo(key='UTC'))),
-     (2, None),
-     (3, datetime.datetime(2026, 1, 5, 0, 0, tzinfo=zoneinfo.ZoneInfo(key='UTC')))]
+    >>> times = observed_until(s).sort("doc_id").collect()
+    >>> times["observed_until"].dt.month().to_list(), times["observed_next"].dt.month().to_list()
+    ([3, None, 1], [1, None, 1])
     >>> observed_until(s, after=datetime(2026, 2, 1, tzinfo=UTC)).collect()["doc_id"].to_list()
     [1]
     """
@@ -134,7 +136,34 @@ def observed_until(
     times = pl.concat(frames)
     if after is not None:
         times = times.filter(pl.col("observed_at") > pl.lit(after))
-    return times.group_by("doc_id").agg(pl.col("observed_at").max().alias("observed_until"))
+    at = pl.col("observed_at")
+    return times.group_by("doc_id").agg(
+        at.max().alias("observed_until"), at.min().alias("observed_next")
+    )
+
+
+def changes_at(window_closes: pl.Expr, observed_next: pl.Expr) -> pl.Expr:
+    """The first instant after a row's ``as_of`` at which the row may read otherwise.
+
+    A row decided at ``as_of`` reads only the signals and matched events
+    known then and whether its window is open (docs/figures.md, "as_of"),
+    so it is the row of any later ``as_of`` before the earlier of: its open
+    window closing (``window_closes``, null when not open) and the next
+    signal or event becoming known (``observed_next``, the earliest
+    ``observed_at`` after ``as_of``), unless something arrives (a new
+    version, a newly matched event: read from the commits). Null: never (a
+    final row).
+
+    Examples
+    --------
+    >>> from datetime import UTC, datetime
+    >>> d = lambda day: datetime(2026, 6, day, tzinfo=UTC)
+    >>> rows = pl.DataFrame({"closes": [d(9), None, d(9), None],
+    ...                      "next": [d(5), d(5), None, None]})
+    >>> rows.select(changes_at(pl.col("closes"), pl.col("next"))).to_series().dt.day().to_list()
+    [5, 5, 9, None]
+    """
+    return pl.min_horizontal(window_closes, observed_next)
 
 
 def is_final(

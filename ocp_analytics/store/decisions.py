@@ -54,7 +54,10 @@ DECISIONS_SCHEMA = pa.schema(
     ]
 )
 _IDS = pa.schema([pa.field("doc_id", pa.int64(), nullable=False)])
+# a pending row's doc_id and the instant it may change (null: not known, decide it again)
+_PENDING = pa.schema([pa.field("doc_id", pa.int64(), nullable=False), pa.field("changes_at", S.TS)])
 _NONE = pl.Series("doc_id", [], pl.Int64)
+_NO_PENDING = pl.DataFrame(_PENDING.empty_table())
 
 
 class Generation:
@@ -69,11 +72,14 @@ class Generation:
         self.prefix = f"{number:08d}-{uuid.uuid4().hex[:8]}"
         self.parts: list[str] = []
         self.rows = 0
-        self.pending: list[pl.Series] = []
+        self.pending: list[pl.DataFrame] = []
 
-    def add(self, rows: pl.DataFrame, pending: pl.Series) -> None:
-        """Write ``rows`` (DECISIONS columns) as one part; remember its ``pending`` doc_ids."""
-        self.pending.append(pending.cast(pl.Int64))
+    def add(self, rows: pl.DataFrame, pending: pl.DataFrame) -> None:
+        """Write ``rows`` (DECISIONS columns) as one part; remember its ``pending`` rows.
+
+        ``pending``: ``doc_id, changes_at`` of the rows not final.
+        """
+        self.pending.append(pending.select(_PENDING.names).cast(_NO_PENDING.schema))
         if rows.height == 0:
             return
         rel = f"parts/{self.prefix}-{len(self.parts):05d}.parquet"
@@ -82,12 +88,15 @@ class Generation:
         self.parts.append(rel)
         self.rows += rows.height
 
-    def ids_file(self, ids: pl.Series, kind: str) -> str | None:
-        """Write ``ids`` as the generation's ``kind`` file; None when there are none."""
-        if ids.len() == 0:
+    def ids_file(self, ids: pl.Series | pl.DataFrame, kind: str) -> str | None:
+        """Write ``ids`` (or pending rows) as the generation's ``kind`` file; None if empty."""
+        if len(ids) == 0:
             return None
         rel = f"ids/{self.prefix}-{kind}.parquet"
-        table = pa.table({"doc_id": ids.cast(pl.Int64).to_arrow()}).cast(_IDS)
+        if isinstance(ids, pl.DataFrame):
+            table = ids.to_arrow().cast(_PENDING)
+        else:
+            table = pa.table({"doc_id": ids.cast(pl.Int64).to_arrow()}).cast(_IDS)
         write_parquet_atomic(table, self.store.root.child(rel))
         return rel
 
@@ -168,7 +177,7 @@ class DecisionStore:
         whose rows in ``previous``'s chain it replaces; ``meta`` the fields
         the caller keeps (``dataset_seq``, ``as_of``, ``rule``, ``rows``, ...).
         """
-        pending = pl.concat([pl.Series("doc_id", [], pl.Int64), *gen.pending]).unique().sort()
+        pending = pl.concat([_NO_PENDING, *gen.pending]).unique("doc_id").sort("doc_id")
         entry = {
             "parts": gen.parts,
             "rows": gen.rows,
@@ -213,15 +222,14 @@ class DecisionStore:
                 rows = pl.read_parquet(
                     self.root.child(part).uri, storage_options=self.root.storage_options()
                 )
-                gen.add(rows.filter(~pl.col("doc_id").is_in(dead.implode())), _NONE)
+                gen.add(rows.filter(~pl.col("doc_id").is_in(dead.implode())), _NO_PENDING)
         ids = [self._ids(e.get("superseded")) for e in chain[start:]] if start else []
         superseded = pl.concat([_NONE, *ids]).unique().sort()
-        pending = [
-            p.filter(~p.is_in(dead.implode()))
+        gen.pending = [
+            p.filter(~pl.col("doc_id").is_in(dead.implode()))
             for e, dead in zip(chain[start:], later[start:], strict=True)
-            if len(p := self._ids(e.get("pending")))
+            if len(p := self._pending(e.get("pending")))
         ]
-        gen.pending = [pl.concat([_NONE, *pending])]
         meta = {k: v for k, v in record.items() if k not in ("generation", "chain", "committed_at")}
         previous = {**record, "chain": chain[:start]}
         return self.commit(gen, previous, superseded if start else None, {**meta, "folded": True})
@@ -263,14 +271,25 @@ class DecisionStore:
             return pl.DataFrame(DECISIONS_SCHEMA.empty_table()).lazy()
         return pl.concat(frames)
 
-    def pending(self, record: dict[str, Any]) -> pl.Series:
-        """The doc_ids of live rows that were not final when decided."""
+    def _pending(self, rel: str | None) -> pl.DataFrame:
+        """A pending file's rows; ``changes_at`` null where the file has none (written before)."""
+        if rel is None:
+            return _NO_PENDING
+        rows = pl.read_parquet(
+            self.root.child(rel).uri, storage_options=self.root.storage_options()
+        )
+        if "changes_at" not in rows.columns:
+            rows = rows.with_columns(pl.lit(None).alias("changes_at"))
+        return rows.select(_PENDING.names).cast(_NO_PENDING.schema)
+
+    def pending(self, record: dict[str, Any]) -> pl.DataFrame:
+        """``doc_id, changes_at`` of the live rows that were not final when decided."""
         out = [
-            ids.filter(~ids.is_in(later.implode()))
+            rows.filter(~pl.col("doc_id").is_in(later.implode()))
             for entry, later in zip(record["chain"], self._later_superseded(record), strict=True)
-            if len(ids := self._ids(entry.get("pending")))
+            if len(rows := self._pending(entry.get("pending")))
         ]
-        return pl.concat([pl.Series("doc_id", [], pl.Int64), *out]).unique().sort()
+        return pl.concat([_NO_PENDING, *out]).unique("doc_id").sort("doc_id")
 
     # --- what no record lists ----------------------------------------------------------
 

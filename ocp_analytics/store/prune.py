@@ -26,9 +26,12 @@ runs by commit, not ``doc_id``.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+import polars as pl
 
 from ocp_analytics import schemas as S
 from ocp_analytics.store.commits import table_files
@@ -152,15 +155,25 @@ def parts_meeting(
     }
 
 
-def id_spans(ids: list[int]) -> list[tuple[int, int]]:
+def id_spans(ids: Sequence[int] | pl.Series) -> list[tuple[int, int]]:
     """Sorted, disjoint closed ranges covering exactly the ``doc_id`` values ``ids``.
+
+    Consecutive ids make one range (a batch's runs are numbered in a row),
+    found without a loop over the ids.
 
     Examples
     --------
     >>> id_spans([7, 3, 4, 5, 9, 4])
     [(3, 5), (7, 7), (9, 9)]
     """
-    return _merged([(i, i) for i in ids])
+    s = pl.Series("id", ids, pl.Int64).unique().sort()
+    start = (s.diff() != 1).fill_null(True)
+    spans = (
+        pl.DataFrame({"id": s, "span": start.cum_sum()})
+        .group_by("span", maintain_order=True)
+        .agg(pl.col("id").min().alias("lo"), pl.col("id").max().alias("hi"))
+    )
+    return list(zip(spans["lo"].to_list(), spans["hi"].to_list(), strict=True))
 
 
 def _batches(seq: int, entry: PartEntry) -> tuple[int, int]:
