@@ -6,7 +6,9 @@ acceptance rows of every current run into the dataset's decisions store
 second refresh keeps the rows that are final
 (:func:`ocp_analytics.engine.finality.is_final`) and decides again only the
 rest: runs ingested or replaced since the store's commit, runs a late event
-committed since is matched to, and rows that were not final when decided.
+committed since is matched to, and rows that were not final when decided
+once they may read otherwise (:func:`~ocp_analytics.engine.finality.changes_at`:
+an open window closed, a signal or event became known).
 A rule with no store, a changed definition (another fingerprint) or an
 ``as_of`` earlier than its store's is decided from raw.
 

@@ -10,11 +10,12 @@ the rows a full evaluation at the requested ``as_of`` gives:
   from a commit at or before the one read (a store ahead of the commit read,
   or refreshed at a later ``as_of``, is not used: that rule is decided from
   raw);
-- its rows are kept only when final; every other row is decided again at
-  the requested ``as_of`` (runs ingested or replaced since the store's
-  commit, runs a late event committed since is matched to, windows still
-  open and signals observed after the row's ``as_of``: exactly what a
-  refresh would decide again, :func:`~ocp_analytics.api.refresh.refresh`).
+- its rows are kept when final, or when nothing they read can have changed
+  by the requested ``as_of``; every other row is decided again (runs
+  ingested or replaced since the store's commit, runs a late event
+  committed since is matched to, open windows closed and signals become
+  known since the row's ``as_of``: exactly what a refresh would decide
+  again, :func:`~ocp_analytics.api.refresh.refresh`).
 
 The loop is the engine's slices (:func:`~ocp_analytics.engine.evaluate.slices`),
 each windowed and filtered as a full evaluation's: a stored rule's rows of a

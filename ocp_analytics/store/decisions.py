@@ -6,7 +6,7 @@ Layout (docs/dataset.md, "The decisions store")::
       _generations/NNNNNNNN.json   one record per refresh, written last and atomically
       parts/G-<id>-NNNNN.parquet   rows decided by generation G (DECISIONS columns)
       ids/G-<id>-superseded.parquet  doc_ids whose older rows generation G replaces
-      ids/G-<id>-pending.parquet     doc_ids of G's rows that were not final when decided
+      ids/G-<id>-pending.parquet     G's rows not final when decided: doc_id, changes_at
 
 One folder per rule (``<fingerprint>`` names its canonical definition: see
 :mod:`ocp_analytics.engine.finality`). A record holds ``generation``,
