@@ -6,8 +6,8 @@ the previous one, a slice of runs at a time, into the same sinks
 :func:`~ocp_analytics.attempts_distribution` use (so memory stays that of
 ``rates`` and every number is theirs; ``tests/test_report.py`` holds them to
 those functions), plus the dataset's ``quarantine`` and ``findings``, and
-the threshold sweep of each rule with a score (:func:`~ocp_analytics.sweep`,
-its own pass over the window).
+the threshold sweep of each rule with a score (:func:`~ocp_analytics.sweep`;
+one more pass over the window for all of them).
 """
 
 from __future__ import annotations
