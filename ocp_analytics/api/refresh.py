@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -59,6 +60,7 @@ __all__ = ["RefreshSummary", "decisions_or_raw", "refresh"]
 _DOC = "_doc_id"  # the carried doc_id (carried names start with "_")
 _EMPTY = pl.Series("doc_id", [], pl.Int64)
 _LAST_ID = (1 << 63) - 1
+_WRITERS = 2  # stores written at once (the machine's cores: compression is the cost)
 FOLD_ENTRIES = 8  # a store's chain entries before its nights are folded into one
 
 
@@ -152,7 +154,11 @@ def _changes(ds: Dataset, seq: int) -> tuple[pl.Series, pl.Series, pl.Series]:
     matched = _EMPTY
     if batches:
         events = ds.frames["events"].filter(pl.col("batch_id").is_in(batches))
-        found = matched_events(events, ds.scans["artifacts"]).select("doc_id").unique()
+        # the artifacts naming one of these few commits, before matching (not every run's)
+        commits = events.select("commit").unique().collect().get_column("commit")
+        named = pl.coalesce("path", "artifact_id").is_in(commits.implode())
+        arts = ds.scans["artifacts"].filter(named)
+        found = matched_events(events, arts).select("doc_id").unique()
         matched = found.collect().get_column("doc_id")
     replaced = sum(int(s.get("runs_replaced") or 0) for r in records for s in r.get("sources", []))
     if not (matched.len() or (new.height and replaced)):
@@ -201,7 +207,7 @@ def _plans(ds: Dataset, targets: list[Rule | None], when: datetime) -> list[_Pla
         # gives, unless its run changed since (new, touched, gone): decided again only later
         later_as_of = when > datetime.fromisoformat(record["as_of"])
         # of those, only the rows that may read otherwise by ``when`` (changes_at)
-        due = _due(st.pending(record), when) if later_as_of else _EMPTY
+        due = st.pending(record, due=when).get_column("doc_id") if later_as_of else _EMPTY
         again, dropped = redecide(due, new, touched, gone)
         stored = int((dropped < ((seq + 1) << 32)).sum())
         plans.append(_Plan(target, st, record, again, dropped, int(record["rows"]) - stored))
@@ -211,12 +217,15 @@ def _plans(ds: Dataset, targets: list[Rule | None], when: datetime) -> list[_Pla
 # --- deciding: the changed runs in memory, or everything a slice at a time ----------------
 
 
-def _late(tables: dict[str, pl.LazyFrame], when: datetime) -> pl.DataFrame:
-    """``doc_id, observed_until`` of the runs holding a signal or matched event after ``when``."""
+def _late(tables: dict[str, pl.LazyFrame], when: datetime) -> pl.LazyFrame:
+    """``doc_id, observed_until, observed_next`` of the runs observed after ``when``.
+
+    Of their signals and matched events; a run with none has no row.
+    """
     matched = None
     if "events" in tables and "artifacts" in tables:
         matched = matched_events(tables["events"], tables["artifacts"])
-    return observed_until(tables["signals"], matched, after=when).collect()
+    return observed_until(tables["signals"], matched, after=when)
 
 
 def _rows(decisions: pl.DataFrame, late: pl.DataFrame) -> pl.DataFrame:
@@ -230,17 +239,6 @@ def _pending(rows: pl.DataFrame) -> pl.DataFrame:
     """``doc_id, changes_at`` of the rows not final at their own ``as_of``."""
     final = is_final(pl.col("window_open"), pl.col("observed_until"), pl.col("as_of"))
     return rows.filter(~final).select("doc_id", "changes_at")
-
-
-def _due(pending: pl.DataFrame, when: datetime) -> pl.Series:
-    """The pending rows that may read otherwise at ``when``; unknown when: all of them.
-
-    A row whose ``changes_at`` is after ``when`` is the row a full evaluation
-    at ``when`` gives (:func:`~ocp_analytics.engine.finality.changes_at`):
-    it stays as it is, still pending.
-    """
-    at = pl.col("changes_at")
-    return pending.filter(at.is_null() | (at <= pl.lit(when))).get_column("doc_id")
 
 
 def _carry(_: pl.Schema) -> list[pl.Expr]:
@@ -262,8 +260,7 @@ def _decide_again(ds: Dataset, plans: list[_Plan], when: datetime) -> dict[str, 
     recorded = any(p.target is None for p in plans)
     alt = [p.target for p in plans if p.target is not None]
     decided = decide(tables, alt, when, recorded=recorded, carry=_carry(pl.Schema()), closes=True)
-    frames = pl.collect_all(decided)
-    late = _late(tables, when)
+    *frames, late = pl.collect_all([*decided, _late(tables, when)])
     out = {}
     for plan, frame in zip(sorted(plans, key=lambda p: p.target is not None), frames, strict=True):
         rows = _rows(frame, late)
@@ -301,7 +298,7 @@ def _from_raw(
     """Evaluate every run for the plans' rules, a slice at a time, into ``gens`` (or kept)."""
     if not plans:
         return {}
-    sink = _Rows(_late(dict(ds.frames), when), gens)
+    sink = _Rows(_late(dict(ds.frames), when).collect(), gens)
     alt = [p.target for p in plans if p.target is not None]
     recorded = any(p.target is None for p in plans)
     run(ds, alt, when, [sink], recorded=recorded, carry=_carry, slice_runs=slice_runs)
@@ -369,10 +366,15 @@ def refresh(
         gens = {p.label: p.store.start() for p in plans}
         raw = [p for p in plans if p.record is None]
         _from_raw(ds, raw, when, {p.label: gens[p.label] for p in raw}, slice_runs)
-        for label, rows in _decide_again(ds, plans, when).items():
-            gens[label].add(rows, _pending(rows))
-        for plan in plans:
-            _commit(plan, gens[plan.label], ds, when)
+        again = _decide_again(ds, plans, when)
+        # each store's files are its own: written side by side (pyarrow lets go of the GIL)
+        with ThreadPoolExecutor(_WRITERS, thread_name_prefix="ocp-refresh") as pool:
+            added = [pool.submit(gens[k].add, rows, _pending(rows)) for k, rows in again.items()]
+            for done in added:
+                done.result()
+            written = [pool.submit(_commit, p, gens[p.label], ds, when) for p in plans]
+            for done in written:
+                done.result()
     decided = sum(g.rows for g in gens.values())
     return RefreshSummary(
         when, ds.snapshot, sum(p.reused for p in plans), decided, _raw_labels(plans)

@@ -271,23 +271,35 @@ class DecisionStore:
             return pl.DataFrame(DECISIONS_SCHEMA.empty_table()).lazy()
         return pl.concat(frames)
 
-    def _pending(self, rel: str | None) -> pl.DataFrame:
-        """A pending file's rows; ``changes_at`` null where the file has none (written before)."""
+    def _pending(self, rel: str | None, due: datetime | None = None) -> pl.DataFrame:
+        """A pending file's rows (with ``due``, those whose ``changes_at`` has come by then).
+
+        ``changes_at`` is null where the file has none (written before it
+        was kept): such a row is always due.
+        """
         if rel is None:
             return _NO_PENDING
-        rows = pl.read_parquet(
-            self.root.child(rel).uri, storage_options=self.root.storage_options()
+        rows = pl.scan_parquet(
+            self.root.child(rel).uri, storage_options=self.root.storage_options(), glob=False
         )
-        if "changes_at" not in rows.columns:
+        if "changes_at" not in rows.collect_schema().names():
             rows = rows.with_columns(pl.lit(None).alias("changes_at"))
-        return rows.select(_PENDING.names).cast(_NO_PENDING.schema)
+        rows = rows.select(_PENDING.names).cast(_NO_PENDING.schema)
+        if due is not None:
+            at = pl.col("changes_at")
+            rows = rows.filter(at.is_null() | (at <= pl.lit(due)))
+        return rows.collect()
 
-    def pending(self, record: dict[str, Any]) -> pl.DataFrame:
-        """``doc_id, changes_at`` of the live rows that were not final when decided."""
+    def pending(self, record: dict[str, Any], due: datetime | None = None) -> pl.DataFrame:
+        """``doc_id, changes_at`` of the live rows that were not final when decided.
+
+        With ``due``, only those that may read otherwise by then (``changes_at``
+        at or before it, or unknown): the rows a refresh at ``due`` decides again.
+        """
         out = [
             rows.filter(~pl.col("doc_id").is_in(later.implode()))
             for entry, later in zip(record["chain"], self._later_superseded(record), strict=True)
-            if len(rows := self._pending(entry.get("pending")))
+            if len(rows := self._pending(entry.get("pending"), due))
         ]
         return pl.concat([_NO_PENDING, *out]).unique("doc_id").sort("doc_id")
 

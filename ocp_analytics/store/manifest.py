@@ -36,7 +36,14 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["PartEntry", "describe_part", "record_entries", "replaced_files", "table_entries"]
+__all__ = [
+    "PartEntry",
+    "describe_part",
+    "record_entries",
+    "replaced_files",
+    "table_entries",
+    "tables_entries",
+]
 
 # The columns whose first non-null value is a table's time, by table.
 TIME_COLUMNS = {"runs": ("ended_at", "started_at")}
@@ -217,19 +224,36 @@ def table_entries(records: list[dict[str, Any]], table: str) -> list[PartEntry]:
     >>> [e.file for e in table_entries([r, d, c], "runs")]
     ['runs/c.parquet', 'runs/d.parquet']
     """
-    out: list[PartEntry] = []
+    return tables_entries(records).get(table, [])
+
+
+def tables_entries(records: list[dict[str, Any]]) -> dict[str, list[PartEntry]]:
+    """:func:`table_entries` of every table, each record read once.
+
+    Examples
+    --------
+    >>> r = {"files": {"runs": ["runs/a.parquet"], "signals": ["signals/b.parquet"]}}
+    >>> {t: [e.file for e in es] for t, es in tables_entries([r]).items()}
+    {'runs': ['runs/a.parquet'], 'signals': ['signals/b.parquet']}
+    """
+    out: dict[str, list[PartEntry]] = {}
     for r in records:
-        new = [e for e in record_entries(r) if e.table == table]
-        gone = set(replaced_files(r).get(table, ()))
-        if not gone:
-            out += new
-            continue
-        at = next((i for i, e in enumerate(out) if e.file in gone), len(out))
-        out = [
-            *(e for e in out[:at] if e.file not in gone),
-            *new,
-            *(e for e in out[at:] if e.file not in gone),
-        ]
+        new: dict[str, list[PartEntry]] = {}
+        for e in record_entries(r):
+            new.setdefault(e.table, []).append(e)
+        replaced = replaced_files(r)
+        for table in [*new, *(t for t in replaced if t not in new)]:
+            have = out.setdefault(table, [])
+            gone = set(replaced.get(table, ()))
+            if not gone:
+                have.extend(new.get(table, ()))
+                continue
+            at = next((i for i, e in enumerate(have) if e.file in gone), len(have))
+            out[table] = [
+                *(e for e in have[:at] if e.file not in gone),
+                *new.get(table, ()),
+                *(e for e in have[at:] if e.file not in gone),
+            ]
     return out
 
 

@@ -34,8 +34,7 @@ from typing import Any
 import polars as pl
 
 from ocp_analytics import schemas as S
-from ocp_analytics.store.commits import table_files
-from ocp_analytics.store.manifest import PartEntry, record_entries
+from ocp_analytics.store.manifest import PartEntry, record_entries, tables_entries
 from ocp_analytics.store.storage import Store
 
 __all__ = ["WINDOWED", "PartChoice", "choose_parts", "id_spans", "parts_meeting"]
@@ -91,16 +90,15 @@ def choose_parts(
     """
     superseding = sorted(int(r["seq"]) for r in records if r.get("superseding", 0))
     if since is None and until is None:  # every part: no entry needs reading
-        files = {t: table_files(root, records, t) for t in S.TABLES}
+        live = tables_entries(records)
+        files = {t: [e.file for e in live.get(t, [])] for t in S.TABLES}
         seqs = frozenset(int(r["seq"]) for r in records if r["files"].get("runs"))
         return PartChoice(files, [], bool(superseding), seqs, 0)
     # the files each table lists (commits.table_files), with the entry and seq of the record
     # listing them; a batch's documents have ids from seq << 32
-    known = {e.file: (int(r["seq"]), e) for r in records for e in record_entries(r)}
-    listed = {
-        t: [known.get(f) or (-1, PartEntry(f, t)) for f in table_files(root, records, t)]
-        for t in S.TABLES
-    }
+    seq_of = {e.file: int(r["seq"]) for r in records for e in record_entries(r)}
+    live = tables_entries(records)
+    listed = {t: [(seq_of.get(e.file, -1), e) for e in live.get(t, [])] for t in S.TABLES}
     runs = listed["runs"]
     kept = [(s, e) for s, e in runs if e.may_hold_time(since, until)]
     spans = _merged([_doc_span(s, e) for s, e in kept])
@@ -144,15 +142,8 @@ def parts_meeting(
     >>> parts_meeting(store("."), records, id_spans([(2 << 32) + 5]), ("runs",))
     {'runs': ['runs/2.parquet']}
     """
-    known = {e.file: e for r in records for e in record_entries(r)}
-    return {
-        t: [
-            f
-            for f in table_files(root, records, t)
-            if _meets(spans, known.get(f) or PartEntry(f, t))
-        ]
-        for t in tables
-    }
+    live = tables_entries(records)
+    return {t: [e.file for e in live.get(t, []) if _meets(spans, e)] for t in tables}
 
 
 def id_spans(ids: Sequence[int] | pl.Series) -> list[tuple[int, int]]:
