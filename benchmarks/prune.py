@@ -19,8 +19,11 @@ and again less the command's fixed cost (the same command over an empty
 window: start-up, commit records, the report's charts); peak RSS is each
 process's own (``os.wait4``).
 
+Each run carries a commit artifact (``benchmarks.events``), which the late
+events of ``benchmarks.refresh``'s night, run over this dataset, match.
+
 Command line (the issue's scale is ``--runs 10000000 --batches 300``; it needs
-about 30 GB of disk while it builds and an hour and a half)::
+about 25 GB of disk while it builds, about 20 minutes, then 10 for the timings)::
 
     python -m benchmarks.prune --runs 1000000 --batches 100 --out /tmp/prune-bench
 
