@@ -286,3 +286,22 @@ def test_a_pending_row_is_decided_again_only_once_it_may_read_otherwise(tmp_path
         _same_as_full(ds, rules, later)
         held = pending()
     assert held.height == 0  # by the end of the year every window has closed
+
+
+def test_a_pending_file_without_changes_at_has_every_row_decided_again(tmp_path: Path) -> None:
+    ds, rules = tmp_path / "ds", [Rule.parse("tests")]
+    oa.ingest(_write(tmp_path / "a.ndjson", _docs(0, 200)), ds)
+    oa.refresh(ds, rules, as_of="2026-11-10T00:00:00Z")
+    held = 0
+    for target in [None, *rules]:  # as a store written before changes_at was kept
+        st = DecisionStore(store(ds), fingerprint(target))
+        record = st.latest()
+        assert record is not None
+        rel = record["chain"][0]["pending"]
+        path = st.root.child(rel).path
+        pl.read_parquet(path).select("doc_id").write_parquet(path)
+        held += st.pending(record).height
+        assert st.pending(record)["changes_at"].null_count() == st.pending(record).height
+    summary = oa.refresh(ds, rules, as_of="2026-11-10T06:00:00Z")
+    assert summary.decided == held  # every one, as before changes_at: none is known to wait
+    _same_as_full(ds, rules, "2026-11-10T06:00:00Z")
