@@ -190,27 +190,41 @@ def _changes(ds: Dataset, seq: int) -> tuple[pl.Series, pl.Series, pl.Series]:
 
 def _plans(ds: Dataset, targets: list[Rule | None], when: datetime) -> list[_Plan]:
     """Each rule's plan: from raw, or the doc_ids to decide again and to drop."""
-    plans = []
-    seen: dict[int, tuple[pl.Series, pl.Series, pl.Series]] = {}
-    for target in targets:
-        st = DecisionStore(ds.path, fingerprint(target))
-        record = st.latest()
-        later = record is not None and int(record["dataset_seq"]) > (ds.snapshot or 0)
-        if record is None or later or when < datetime.fromisoformat(record["as_of"]):
-            plans.append(_Plan(target, st, None))
-            continue
-        seq = int(record["dataset_seq"])
-        if seq not in seen:
-            seen[seq] = _changes(ds, seq)
-        new, touched, gone = seen[seq]
-        # at the store's own as_of a row not final is still the row a full evaluation
-        # gives, unless its run changed since (new, touched, gone): decided again only later
-        later_as_of = when > datetime.fromisoformat(record["as_of"])
-        # of those, only the rows that may read otherwise by ``when`` (changes_at)
-        due = st.pending(record, due=when).get_column("doc_id") if later_as_of else _EMPTY
-        again, dropped = redecide(due, new, touched, gone)
-        stored = int((dropped < ((seq + 1) << 32)).sum())
-        plans.append(_Plan(target, st, record, again, dropped, int(record["rows"]) - stored))
+    stores = [DecisionStore(ds.path, fingerprint(t)) for t in targets]
+    with ThreadPoolExecutor(_WRITERS, thread_name_prefix="ocp-plans") as pool:
+        # each store's record, then the pending rows now due: small reads, side by side
+        records = list(pool.map(lambda st: st.latest(), stores))
+        usable = [
+            r is not None
+            and int(r["dataset_seq"]) <= (ds.snapshot or 0)
+            and when >= datetime.fromisoformat(r["as_of"])
+            for r in records
+        ]
+
+        def due(st: DecisionStore, record: dict | None, ok: bool) -> pl.Series:
+            # at the store's own as_of a row not final is still the row a full evaluation
+            # gives, unless its run changed since (new, touched, gone): decided again only
+            # later, and then only once it may read otherwise by ``when`` (changes_at)
+            if not ok or record is None or when <= datetime.fromisoformat(record["as_of"]):
+                return _EMPTY
+            return st.pending(record, due=when).get_column("doc_id")
+
+        pending = pool.map(due, stores, records, usable)
+        seen: dict[int, tuple[pl.Series, pl.Series, pl.Series]] = {}
+        plans = []
+        for target, st, record, ok, held in zip(
+            targets, stores, records, usable, pending, strict=True
+        ):
+            if not ok or record is None:
+                plans.append(_Plan(target, st, None))
+                continue
+            seq = int(record["dataset_seq"])
+            if seq not in seen:
+                seen[seq] = _changes(ds, seq)
+            new, touched, gone = seen[seq]
+            again, dropped = redecide(held, new, touched, gone)
+            stored = int((dropped < ((seq + 1) << 32)).sum())
+            plans.append(_Plan(target, st, record, again, dropped, int(record["rows"]) - stored))
     return plans
 
 

@@ -308,7 +308,8 @@ class Dataset:
         """
         if self.records is None:
             return {t: self.scans.get(t, self.frames[t]) for t in tables}
-        files = parts_meeting(self.path, self.records, spans, tables)
+        live = self.parts.entries if self.parts is not None else None
+        files = parts_meeting(self.path, self.records, spans, tables, live or None)
         return {t: _scan(self.path, files[t], t) for t in tables}
 
     def __getitem__(self, name: str) -> pl.LazyFrame:

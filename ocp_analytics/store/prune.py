@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -61,6 +61,8 @@ class PartChoice:
     resolve: bool
     seqs: frozenset[int]
     pruned: int
+    # every table's live entries (manifest.tables_entries), for later choices of parts
+    entries: dict[str, list[PartEntry]] = field(default_factory=dict, repr=False, compare=False)
 
 
 def choose_parts(
@@ -93,7 +95,7 @@ def choose_parts(
         live = tables_entries(records)
         files = {t: [e.file for e in live.get(t, [])] for t in S.TABLES}
         seqs = frozenset(int(r["seq"]) for r in records if r["files"].get("runs"))
-        return PartChoice(files, [], bool(superseding), seqs, 0)
+        return PartChoice(files, [], bool(superseding), seqs, 0, live)
     # the files each table lists (commits.table_files), with the entry and seq of the record
     # listing them; a batch's documents have ids from seq << 32
     seq_of = {e.file: int(r["seq"]) for r in records for e in record_entries(r)}
@@ -117,7 +119,7 @@ def choose_parts(
     ]
     seqs = frozenset(q for s, e in kept for q in range(_batches(s, e)[0], _batches(s, e)[1] + 1))
     pruned = sum(len(v) for v in listed.values()) - sum(len(v) for v in files.values())
-    return PartChoice(files, versions, bool(newer), seqs, pruned)
+    return PartChoice(files, versions, bool(newer), seqs, pruned, live)
 
 
 def parts_meeting(
@@ -125,11 +127,14 @@ def parts_meeting(
     records: list[dict[str, Any]],
     spans: list[tuple[int, int]],
     tables: tuple[str, ...] = WINDOWED,
+    live: dict[str, list[PartEntry]] | None = None,
 ) -> dict[str, list[str]]:
     """Per table, the parts whose ``doc_id`` range meets one of ``spans``; no part is opened.
 
     ``spans`` are closed ``doc_id`` ranges, sorted and disjoint
     (:func:`id_spans`). A part whose manifest entry lacks a range is kept.
+    ``live``: the records' :func:`~ocp_analytics.store.manifest.tables_entries`,
+    when read already.
     Readers of a known set of runs (the runs a refresh decides again) open
     these parts only.
 
@@ -142,7 +147,7 @@ def parts_meeting(
     >>> parts_meeting(store("."), records, id_spans([(2 << 32) + 5]), ("runs",))
     {'runs': ['runs/2.parquet']}
     """
-    live = tables_entries(records)
+    live = tables_entries(records) if live is None else live
     return {t: [e.file for e in live.get(t, []) if _meets(spans, e)] for t in tables}
 
 
