@@ -80,19 +80,29 @@ def event_records(
         known = rng.random() < 0.9
         commit = commit_of(seed, index) if known else f"unknown-{seed}-{k}"
         base = (ended or {}).get(index, datetime(2026, 6, 1, tzinfo=UTC))
-        rec: dict[str, Any] = {
-            "id": f"ev-{seed}-{k}",
-            "commit": commit,
-            "kind": "event",
-            "name": rng.choice(NAMES),
-            "value": f"ref/{k}",
-            "source": {"kind": "ci", "ref": f"ci/{k}"},
-            "tier": rng.choice(("verified", "reported", "asserted")),
-        }
-        if rng.random() >= 0.02:
-            at = base + timedelta(seconds=rng.randint(-86_400, 30 * 86_400))
-            rec["observed_at"] = at.strftime("%Y-%m-%dT%H:%M:%SZ")
-        yield rec
+        yield event_record(rng, f"ev-{seed}-{k}", k, commit, base, (-86_400, 30 * 86_400))
+
+
+def event_record(
+    rng: random.Random, ident: str, k: int, commit: str, base: datetime, span: tuple[int, int]
+) -> dict[str, Any]:
+    """One late event about ``commit``: its name and tier drawn from ``rng``, 2 % with no time.
+
+    Else observed ``base`` plus a number of seconds drawn from ``span``.
+    """
+    rec: dict[str, Any] = {
+        "id": ident,
+        "commit": commit,
+        "kind": "event",
+        "name": rng.choice(NAMES),
+        "value": f"ref/{k}",
+        "source": {"kind": "ci", "ref": f"ci/{k}"},
+        "tier": rng.choice(("verified", "reported", "asserted")),
+    }
+    if rng.random() >= 0.02:
+        at = base + timedelta(seconds=rng.randint(*span))
+        rec["observed_at"] = at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return rec
 
 
 def _write_runs(job: tuple[Path, int, int, int, int]) -> dict[int, datetime]:

@@ -50,7 +50,7 @@ import orjson
 import polars as pl
 
 from benchmarks import RESULTS
-from benchmarks.events import NAMES, _with_commit
+from benchmarks.events import _with_commit, event_record
 from benchmarks.generate import generate_documents, write_rules
 from benchmarks.generator.world import RUN_FIRST
 
@@ -113,19 +113,7 @@ def _events(ds: Path, k: int, day: datetime, seed: int) -> list[dict[str, Any]]:
     for i in range(k):
         rng = random.Random(f"night:{seed}:{i}")
         commit = recent[(i * step) % recent.len()] if rng.random() < 0.9 else f"unknown-{i}"
-        rec: dict[str, Any] = {
-            "id": f"night-{seed}-{i}",
-            "commit": commit,
-            "kind": "event",
-            "name": rng.choice(NAMES),
-            "value": f"ref/{i}",
-            "source": {"kind": "ci", "ref": f"ci/{i}"},
-            "tier": rng.choice(("verified", "reported", "asserted")),
-        }
-        if rng.random() >= 0.02:
-            at = day + timedelta(seconds=rng.randint(0, 86_399))
-            rec["observed_at"] = at.strftime("%Y-%m-%dT%H:%M:%SZ")
-        out.append(rec)
+        out.append(event_record(rng, f"night-{seed}-{i}", i, commit, day, (0, 86_399)))
     return out
 
 
