@@ -225,11 +225,8 @@ class DecisionStore:
                 gen.add(rows.filter(~pl.col("doc_id").is_in(dead.implode())), _NO_PENDING)
         ids = [self._ids(e.get("superseded")) for e in chain[start:]] if start else []
         superseded = pl.concat([_NONE, *ids]).unique().sort()
-        gen.pending = [
-            p.filter(~pl.col("doc_id").is_in(dead.implode()))
-            for e, dead in zip(chain[start:], later[start:], strict=True)
-            if len(p := self._pending(e.get("pending")))
-        ]
+        # the live pending rows of those entries: a later entry's ids only concern earlier ones
+        gen.pending = [self.pending({"chain": chain[start:]})]
         meta = {k: v for k, v in record.items() if k not in ("generation", "chain", "committed_at")}
         previous = {**record, "chain": chain[:start]}
         return self.commit(gen, previous, superseded if start else None, {**meta, "folded": True})
@@ -238,7 +235,7 @@ class DecisionStore:
 
     def _ids(self, rel: str | None) -> pl.Series:
         if rel is None:
-            return pl.Series("doc_id", [], pl.Int64)
+            return _NONE
         return pl.read_parquet(
             self.root.child(rel).uri, storage_options=self.root.storage_options()
         ).get_column("doc_id")
@@ -246,8 +243,8 @@ class DecisionStore:
     def _later_superseded(self, record: dict[str, Any]) -> list[pl.Series]:
         """For each chain entry, the doc_ids some later entry supersedes."""
         chain = record["chain"]
-        later: list[pl.Series] = [pl.Series("doc_id", [], pl.Int64)] * len(chain)
-        acc = pl.Series("doc_id", [], pl.Int64)
+        later: list[pl.Series] = [_NONE] * len(chain)
+        acc = _NONE
         for i in range(len(chain) - 1, -1, -1):
             later[i] = acc
             acc = pl.concat([acc, self._ids(chain[i].get("superseded"))])
