@@ -343,6 +343,7 @@ def run(
     """
     wanted = list(dict.fromkeys(c for s in sinks for c in s.columns))
     coded = bool(sinks) and all(getattr(s, "coded", False) for s in sinks)
+    closes = WINDOW_CLOSES in wanted  # a sink asks when open windows close
     parts = list(slices(dataset, slice_runs, since=since, until=until))
     # Leaving the pool waits for a hand-over still running, also when the
     # loop raises (that error wins; the hand-over's, if any, stays unread).
@@ -350,7 +351,6 @@ def run(
         handing: Future[None] | None = None
         for i, (tables, exprs) in enumerate(selected(parts, since, until, where, carry, known), 1):
             carried = [e.meta.output_name() for e in exprs]
-            closes = WINDOW_CLOSES in wanted  # a sink asks when open windows close
             cols = [c for c in wanted if c in OUTPUT_SCHEMA] + [WINDOW_CLOSES] * closes + carried
             decided = decide(
                 tables,

@@ -291,7 +291,7 @@ class Dataset:
         """
         if self.records is None or (since is None and until is None):
             return self
-        choice = choose_parts(self.path, self.records, since, until)
+        choice = choose_parts(self.records, since, until)
         if not choice.pruned:
             return self
         return _scanned(self.path, self.records, choice, self.snapshot)
@@ -309,7 +309,7 @@ class Dataset:
         if self.records is None:
             return {t: self.scans.get(t, self.frames[t]) for t in tables}
         live = self.parts.entries if self.parts is not None else None
-        files = parts_meeting(self.path, self.records, spans, tables, live or None)
+        files = parts_meeting(self.records, spans, tables, live or None)
         return {t: _scan(self.path, files[t], t) for t in tables}
 
     def __getitem__(self, name: str) -> pl.LazyFrame:
@@ -371,7 +371,7 @@ def scan_dataset(path: str | Path | Store, *, snapshot: Snapshot = None) -> Data
     root = open_existing(path)
     records = read_commits(root, snapshot)
     last = max((r["seq"] for r in records), default=None)
-    return _scanned(root, records, choose_parts(root, records, None, None), last)
+    return _scanned(root, records, choose_parts(records, None, None), last)
 
 
 def _scanned(

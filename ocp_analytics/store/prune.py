@@ -35,7 +35,6 @@ import polars as pl
 
 from ocp_analytics import schemas as S
 from ocp_analytics.store.manifest import PartEntry, record_entries, tables_entries
-from ocp_analytics.store.storage import Store
 
 __all__ = ["WINDOWED", "PartChoice", "choose_parts", "id_spans", "parts_meeting"]
 
@@ -66,7 +65,7 @@ class PartChoice:
 
 
 def choose_parts(
-    root: Store, records: list[dict[str, Any]], since: datetime | None, until: datetime | None
+    records: list[dict[str, Any]], since: datetime | None, until: datetime | None
 ) -> PartChoice:
     """The parts that a read of the runs in ``[since, until)`` opens (see the module docstring).
 
@@ -84,9 +83,8 @@ def choose_parts(
     ...             {"file": f"signals/{seq}.parquet", "table": "signals",
     ...              "doc_id": [lo, lo + 9]}]}
     >>> from datetime import UTC, datetime
-    >>> from ocp_analytics.store.storage import store
     >>> records, day2 = [batch(1, 1), batch(2, 2)], datetime(2026, 5, 2, tzinfo=UTC)
-    >>> c = choose_parts(store("."), records, day2, None)
+    >>> c = choose_parts(records, day2, None)
     >>> c.files["runs"], c.files["signals"], c.pruned, c.resolve
     (['runs/2.parquet'], ['signals/2.parquet'], 2, False)
     """
@@ -123,7 +121,6 @@ def choose_parts(
 
 
 def parts_meeting(
-    root: Store,
     records: list[dict[str, Any]],
     spans: list[tuple[int, int]],
     tables: tuple[str, ...] = WINDOWED,
@@ -140,11 +137,10 @@ def parts_meeting(
 
     Examples
     --------
-    >>> from ocp_analytics.store.storage import store
     >>> records = [{"seq": q, "files": {"runs": [f"runs/{q}.parquet"]}, "parts": [
     ...     {"file": f"runs/{q}.parquet", "table": "runs", "doc_id": [q << 32, (q << 32) + 9]}]}
     ...     for q in (1, 2, 3)]
-    >>> parts_meeting(store("."), records, id_spans([(2 << 32) + 5]), ("runs",))
+    >>> parts_meeting(records, id_spans([(2 << 32) + 5]), ("runs",))
     {'runs': ['runs/2.parquet']}
     """
     live = tables_entries(records) if live is None else live
