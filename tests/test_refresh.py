@@ -305,3 +305,44 @@ def test_a_pending_file_without_changes_at_has_every_row_decided_again(tmp_path:
     summary = oa.refresh(ds, rules, as_of="2026-11-10T06:00:00Z")
     assert summary.decided == held  # every one, as before changes_at: none is known to wait
     _same_as_full(ds, rules, "2026-11-10T06:00:00Z")
+
+
+def test_deciding_from_the_columns_decide_reads_gives_the_full_tables_rows(
+    tmp_path: Path,
+) -> None:
+    """``DECIDE_READS`` (what a refresh reads once, into memory) loses nothing decide reads.
+
+    Over runs with late events matched and not, old parts without the
+    signals' links beside new ones (decide links them from the attempts),
+    every rule kind and the recorded rule: the rows from the tables cut to
+    those columns are the rows from the full tables.
+    """
+    from ocp_analytics.engine.acceptance import DECIDE_READS, decide
+    from ocp_analytics.engine.evaluate import SLICED_TABLES
+    from tests.test_evaluate import _strip_links
+
+    ds = tmp_path / "ds"
+    docs = _docs(0, 400)
+    oa.ingest(_write(tmp_path / "a.ndjson", docs[:200]), ds)
+    oa.ingest(_write(tmp_path / "b.ndjson", docs[200:]), ds)
+    ended = {i: _ended(d) for i, d in enumerate(docs)}
+    oa.ingest_events(_write(tmp_path / "e.ndjson", list(event_records(400, 80, SEED, ended))), ds)
+    _strip_links(ds, {1})
+    rules = [Rule.parse("tests+review"), Rule.parse("bench_score>=0.5"), Rule.parse("tests")]
+    scanned = oa.scan_dataset(ds)
+    full = {t: scanned.frames[t] for t in (*SLICED_TABLES, "events")}
+    cut = {
+        t: f.select(c for c in DECIDE_READS[t] if c in f.collect_schema().names())
+        if t in DECIDE_READS
+        else f
+        for t, f in full.items()
+    }
+    assert scanned.signals.select(pl.col("attempt_pos").null_count()).collect().item() > 0
+    as_of = datetime(2026, 12, 1, tzinfo=UTC)
+    want, got = (
+        pl.collect_all(decide(t, rules, as_of, recorded=True, closes=True)) for t in (full, cut)
+    )
+    late = pl.col("reasons").list.eval(pl.element().str.starts_with("late:")).list.any()
+    assert sum(w.filter(late).height for w in want) > 0  # late events turned some runs
+    for w, g in zip(want, got, strict=True):
+        assert_frame_equal(g.sort(KEY), w.sort(KEY))

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from ocp_analytics.engine.acceptance import OUTPUT_SCHEMA, WINDOW_CLOSES, decide
+from ocp_analytics.engine.acceptance import DECIDE_READS, OUTPUT_SCHEMA, WINDOW_CLOSES, decide
 from ocp_analytics.engine.evaluate import SLICE_RUNS, SLICED_TABLES, run, without_absent_links
 from ocp_analytics.engine.features import matched_events
 from ocp_analytics.engine.finality import (
@@ -259,6 +259,12 @@ def _carry(_: pl.Schema) -> list[pl.Expr]:
     return [pl.col("doc_id").alias(_DOC)]
 
 
+def _reads(table: pl.LazyFrame, cols: Sequence[str]) -> pl.LazyFrame:
+    """``table``'s columns among ``cols`` (parts written before the links have none)."""
+    have = table.collect_schema().names()
+    return table.select(c for c in cols if c in have)
+
+
 def _decide_again(ds: Dataset, plans: list[_Plan], when: datetime) -> dict[str, pl.DataFrame]:
     """The rows of each plan's ``again`` runs, every rule in one pass over those runs only."""
     plans = [p for p in plans if p.again.len()]
@@ -269,6 +275,11 @@ def _decide_again(ds: Dataset, plans: list[_Plan], when: datetime) -> dict[str, 
     # the runs decided again are current versions: read from the parts holding them only
     held = ds.holding(id_spans(ids), SLICED_TABLES)
     tables = {t: held[t].filter(keep) for t in SLICED_TABLES}
+    # decide reads signals, runs and artifacts once per feature: each read once here, the
+    # columns it reads only (a few runs in many parts: decoding the parts is the cost)
+    once = [t for t in DECIDE_READS if t in tables]
+    read = pl.collect_all([_reads(tables[t], DECIDE_READS[t]) for t in once])
+    tables |= {t: frame.lazy() for t, frame in zip(once, read, strict=True)}
     tables["events"] = ds.frames["events"]
     tables = dict(without_absent_links(tables, ds.signal_links))
     recorded = any(p.target is None for p in plans)

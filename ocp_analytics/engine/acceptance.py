@@ -62,8 +62,30 @@ from ocp_analytics.engine.features import (
 from ocp_analytics.model.links import LINK_COLUMNS, attempt_positions, link_attempts
 from ocp_analytics.model.rules import RECORDED, Rule
 
+#: The columns :func:`decide` (with its caller's late-event reads, ``finality.observed_until``)
+#: reads of the tables it scans more than once. A caller deciding a few runs held in many parts
+#: reads these once, into memory, instead of decoding those parts once per feature
+#: (``api.refresh``); ``tests/test_acceptance.py`` holds the rows to those of the full tables.
+DECIDE_READS: Mapping[str, tuple[str, ...]] = {
+    "runs": ("run_id", "doc_id", "ended_at"),
+    "signals": (
+        "doc_id",
+        "sig_idx",
+        "kind",
+        "name",
+        "value_text",
+        "value_num",
+        "at_attempt",
+        *LINK_COLUMNS,
+        "observed_at",
+        "tier",
+    ),
+    "artifacts": ("doc_id", "artifact_id", "path", "kind"),
+}
+
 __all__ = [
     "CODED",
+    "DECIDE_READS",
     "OUTPUT_SCHEMA",
     "SEP",
     "TIER_RANK",
