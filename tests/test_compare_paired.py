@@ -212,6 +212,28 @@ def test_counts_add_up_across_slices(keys: list[str]) -> None:
     assert_flips_equal(whole.rename({"_g0": "g"}, strict=False), acc.rename({"_g0": "g"}), by, 3)
 
 
+@pytest.mark.parametrize("keys", [[], ["_g0"]])
+@pytest.mark.parametrize("shuffled", [False, True])
+@pytest.mark.parametrize("missing", [False, True])
+def test_outcome_vectors_of_many_rules_in_any_order_count_as_the_runs(
+    keys: list[str], shuffled: bool, missing: bool
+) -> None:
+    """33 rules (two words of outcome vectors), each rule's frame in its own order of runs
+    or not, and a rule that decided only some runs (no row: neither a flip nor in the table)."""
+    names = [f"rule{k:02d}" for k in range(33)]
+    acc = pl.concat(_decisions(400, names[i : i + 4], seed=4 + i) for i in range(0, 33, 4))
+    if missing:  # the last rule has no row for a fifth of the runs
+        acc = acc.filter((pl.col("rule") != names[-1]) | (pl.col("_doc") % 5 != 0))
+    sink = FlipPartials(names, 3, keys=keys)
+    for lo in range(0, 400, 150):
+        for k, name in enumerate(names):
+            frame = acc.filter(pl.col("_doc").is_between(lo, lo + 149), pl.col("rule") == name)
+            sink.add(frame.sample(fraction=1.0, shuffle=True, seed=k) if shuffled else frame)
+    by = ["g"] if keys else []
+    flips = sink.flips().collect().rename({"_g0": "g"}, strict=False)
+    assert_flips_equal(flips, acc.rename({"_g0": "g"}), by, 3)
+
+
 def test_partials_of_a_slice_are_sums_only() -> None:
     """A slice's partial holds counts and ids, no statistic: what Spark tasks return."""
     part = flip_counts(_decisions(50, ["p", "q"], seed=2), ["p", "q"], 2)
