@@ -379,6 +379,19 @@ class RatePartials:
         """Accepted runs by attempt at acceptance (see :func:`distribution`)."""
         return distribution(self._pair(empty)[1], self.keys)
 
+    def regrouped(self, keys: Sequence[str], where: pl.Expr | None = None) -> RatePartials:
+        """These partials summed over coarser ``keys`` (a subset of this sink's), of rows ``where``.
+
+        Counts and histograms add up, so one sink grouped by the finest keys
+        gives every coarser grouping exactly (:func:`combine` sums by the keys
+        it is given): one group_by a frame instead of one per grouping.
+        """
+        out = RatePartials(keys, self.min_tier)
+        for c, h in zip(self.counts, self.hists, strict=True):
+            out.counts.append(c if where is None else c.filter(where))
+            out.hists.append(h if where is None else h.filter(where))
+        return out
+
     def _pair(self, empty: pl.DataFrame) -> tuple[pl.LazyFrame, pl.LazyFrame]:
         if self.counts:
             return pl.concat(self.counts).lazy(), pl.concat(self.hists).lazy()

@@ -122,15 +122,15 @@ def _evaluate(ctx: Context) -> dict[str, pl.DataFrame]:
     from ocp_analytics.engine.timeaxis import run_time
 
     names, keys, carry = group_carry(ctx.by, ctx.period)  # keys: the period's, then the groups'
-    head, trend = RatePartials(["_w"], None), RatePartials(keys, None)
-    by_group, flips = RatePartials(keys[1:], None), FlipPartials(ctx.names, ctx.sample)
+    # one rates sink by window, period and groups: the coarser groupings are its sums
+    fine, flips = RatePartials(["_w", *keys], None), FlipPartials(ctx.names, ctx.sample)
     since = ctx.since
     current = pl.lit(True) if since is None else run_time() >= pl.lit(since).dt.cast_time_unit("us")
 
     def carry_all(schema: pl.Schema) -> list[pl.Expr]:
         return [current.alias("_w"), *carry(schema), pl.col("doc_id").alias(flips.doc)]
 
-    sinks: list[Sink] = [head, _Current(trend), _Current(by_group), _Current(flips)]
+    sinks: list[Sink] = [fine, _Current(flips)]
     previous = ctx.previous()
     lo = previous[0] if previous else since
     # the loop the public functions run: from the decisions stores where they give the
@@ -139,6 +139,8 @@ def _evaluate(ctx: Context) -> dict[str, pl.DataFrame]:
     scope = _Scope(ctx.rules, ctx.as_of, lo, ctx.until, recorded=True, decisions=ctx.decisions)
     scope.run(ctx.dataset, sinks, carry_all)
     empty = empty_decisions(["_w", *keys], {"_w": pl.Boolean(), keys[0]: pl.Datetime("us", "UTC")})
+    head = fine.regrouped(["_w"])
+    trend, by_group = fine.regrouped(keys, pl.col("_w")), fine.regrouped(keys[1:], pl.col("_w"))
 
     def frame(lazy: pl.LazyFrame) -> pl.DataFrame:
         return lazy.rename(dict(zip(keys, names, strict=True)), strict=False).collect()
