@@ -56,3 +56,41 @@ def test_flip_functions_keep_their_import_path_in_rates() -> None:
 
     for name in ("FlipPartials", "combine_flips", "flag_counts", "flip_counts", "flips_from"):
         assert getattr(rates, name) is getattr(flips, name), name
+
+
+def test_partials_regrouped_are_those_of_the_coarser_grouping() -> None:
+    """One sink by the finest keys gives every coarser grouping (the report's headline,
+    trend and matrix from one pass), over slices and with a filter on a key."""
+    import numpy as np
+
+    from ocp_analytics.engine.rates import RatePartials
+
+    rng = np.random.default_rng(3)
+    n = 900
+    rows = pl.DataFrame(
+        {
+            "_w": rng.random(n) < 0.7,
+            "team": pl.Series(rng.choice(["a", "b", ""], n)).replace("", None),
+            "week": rng.integers(0, 4, n),
+            "rule": rng.choice(["x", "y"], n),
+            "outcome": rng.choice(["accepted", "rejected", "unknown"], n),
+            "tier": rng.choice(["verified", "reviewed", "asserted"], n),
+            "window_open": rng.random(n) < 0.2,
+            "attempts_to_acceptance": rng.integers(1, 4, n),
+            "accepted_attempt_n": rng.integers(1, 3, n),
+            "as_of": [None] * n,
+        }
+    ).with_columns(pl.col("as_of").cast(pl.Datetime("us", "UTC")))
+    fine = RatePartials(["_w", "week", "team"], None)
+    direct = {k: RatePartials(list(k), None) for k in [("_w",), ("week", "team"), ("team",)]}
+    for lo in range(0, n, 250):
+        part = rows.slice(lo, 250)
+        fine.add(part)
+        direct[("_w",)].add(part)
+        for k in [("week", "team"), ("team",)]:
+            direct[k].add(part.filter(pl.col("_w")))
+    empty = rows.head(0)
+    for k, where in [(("_w",), None), (("week", "team"), pl.col("_w")), (("team",), pl.col("_w"))]:
+        got = fine.regrouped(list(k), where)
+        assert got.rates(empty).collect().equals(direct[k].rates(empty).collect())
+        assert got.distribution(empty).collect().equals(direct[k].distribution(empty).collect())
