@@ -74,7 +74,7 @@ def test_partials_regrouped_are_those_of_the_coarser_grouping() -> None:
             "week": rng.integers(0, 4, n),
             "rule": rng.choice(["x", "y"], n),
             "outcome": rng.choice(["accepted", "rejected", "unknown"], n),
-            "tier": rng.choice(["verified", "reviewed", "asserted"], n),
+            "tier": rng.choice(["verified", "reported", "heuristic", "asserted"], n),
             "window_open": rng.random(n) < 0.2,
             "attempts_to_acceptance": rng.integers(1, 4, n),
             "accepted_attempt_n": rng.integers(1, 3, n),
