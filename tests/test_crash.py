@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import orjson
+import pytest
 
 import ocp_analytics as oa
 from benchmarks.generate import write_ndjson
@@ -26,10 +27,12 @@ def _committed_docs(ds: Path) -> int:
     return int(oa.scan_dataset(ds).manifest.get_column("documents").sum())
 
 
-def test_sigkill_mid_ingest_then_rerun_completes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("per_file", [1000, 7], ids=["chunks-of-one-file", "files-share-chunks"])
+def test_sigkill_mid_ingest_then_rerun_completes(tmp_path: Path, per_file: int) -> None:
+    """Killed inside a later batch; with files of 7 documents, its chunks span files."""
     src = tmp_path / "src"
     n = 8000
-    write_ndjson(src, n, seed=7, chunk_docs=1000)
+    write_ndjson(src, n, seed=7, chunk_docs=per_file)
     ds = tmp_path / "ds"
     proc = subprocess.Popen([sys.executable, "-c", SCRIPT, str(src), str(ds)])
     batches = ds / "_batches"

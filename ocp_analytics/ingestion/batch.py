@@ -13,6 +13,10 @@ its path is spelled.
 The batch loop (:class:`_Ingest`) reads chunks on the calling thread, has
 workers decode and flatten them, and classifies and writes them in read
 order; :func:`read_documents` runs the same decode and flattening in memory.
+The texts of consecutive sources of a batch share a chunk (a folder of
+one-document files is built, classified and written a chunk at a time, as
+one file of the same documents is); every row keeps its own source, and
+each source's counts are its own.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import polars as pl
 
 from ocp_analytics import schemas as S
 from ocp_analytics._typing import Progress, Silent
-from ocp_analytics.ingestion.chunks import read_chunks
+from ocp_analytics.ingestion.chunks import Chunk, Chunker
 from ocp_analytics.ingestion.decode import decode_texts
 from ocp_analytics.ingestion.quarantine import quarantine_problems
 from ocp_analytics.ingestion.read import ReadProblem
@@ -158,6 +162,9 @@ class _Batch(D.BatchWriter):
     def __init__(self, root: Store, seq: int) -> None:
         super().__init__(root, seq)
         self.versions = Versions()
+        # Documents read into the batch: ``documents`` kept as a running sum,
+        # which a batch of many small sources would otherwise add up after each.
+        self.read = 0
 
 
 _Task = tuple[ChunkMeta, frozenset[int], int, str]  # texts, cut positions, doc_id base, batch
@@ -175,10 +182,12 @@ class _Ingest:
 
     Work that must happen in order (writing a chunk, a source's read problems,
     committing a batch) is queued as steps; a chunk's step waits for its
-    tables. Counts that decide batches are taken when a chunk is read, so
+    tables. Counts that decide batches are taken as each source is read, so
     batches and ``doc_id`` are the same whether or not workers build chunks.
     At most ``workers + 1`` chunks are read and not yet written, so memory
-    stays flat.
+    stays flat. A chunk left open by a source takes the next source's texts;
+    it is closed when full, before a commit (a chunk never spans two
+    batches) and at the end.
     """
 
     def __init__(
@@ -195,6 +204,8 @@ class _Ingest:
         self.known = load_run_index(root, records)
         self.next_seq = max((r["seq"] for r in records), default=0) + 1
         self.batch = _Batch(root, self.next_seq)
+        self.chunker = Chunker(chunk_docs)
+        self.reading: dict[str, SourceSummary] = {}  # path -> summary, of the batch's sources
         self.steps: deque[tuple[Callable[[], None], bool]] = deque()  # (step, builds a chunk)
         self.in_flight = 0
         self.chunks = 0
@@ -219,7 +230,7 @@ class _Ingest:
                 if digest is not None:
                     summary.sha256 = digest.hexdigest(source)
                 self.done.setdefault(source.resolved, set()).add(summary.sha256)
-                if self.batch.documents >= self.commit_docs:
+                if self.batch.read >= self.commit_docs:
                     self.commit()
             self.commit()
             self.run_steps(0)
@@ -261,17 +272,31 @@ class _Ingest:
         problems: list[ReadProblem] = []
         batch = self.batch
         batch.sources.append(summary)
-        for meta, cut in read_chunks(source, self.chunk_docs, problems, digest):
-            n = len(meta.texts)
-            summary.documents += n
-            tables = self.build(
-                (meta, cut, batch.doc_id_base(n), batch.batch_id), n >= self.chunk_docs
-            )
-            self.queue(partial(self.write_chunk, tables, batch, summary, n), True)
+        if self.chunker.holds(source.path):  # a chunk names a path once (``_count``)
+            self.write_later(self.chunker.take())
+        self.reading[source.path] = summary
+        for chunk in self.chunker.read(source, problems, digest):
+            self.write_later(chunk)
+        summary.documents += self.chunker.added
         if problems:
             summary.documents += len(problems)
             self.queue(partial(self.write_problems, problems, source, batch, summary), False)
+        batch.read += summary.documents
         self.queue(partial(self.progress.advance, 0, source.size), False)
+
+    def write_later(self, chunk: Chunk) -> None:
+        """Start building a chunk read in this batch; queue its write."""
+        meta, cut = chunk
+        n, batch = len(meta.texts), self.batch
+        sources = {p: self.reading[p] for p in meta.paths}
+        tables = self.build((meta, cut, batch.doc_id_base(n), batch.batch_id), n >= self.chunk_docs)
+        self.queue(partial(self.write_chunk, tables, batch, sources, n), True)
+
+    def close_chunk(self) -> None:
+        """Write the open chunk's texts (before a commit, and at the end)."""
+        if len(self.chunker):
+            self.write_later(self.chunker.take())
+        self.reading = {}
 
     def write_problems(
         self, problems: list[ReadProblem], source: Source, batch: _Batch, summary: SourceSummary
@@ -285,7 +310,7 @@ class _Ingest:
         self,
         built: Callable[[], _Built],
         batch: _Batch,
-        summary: SourceSummary,
+        sources: dict[str, SourceSummary],
         n_texts: int,
     ) -> None:
         tables, ranks = built()
@@ -299,14 +324,8 @@ class _Ingest:
         if dups:
             extra = pl.DataFrame(dups, schema=S.polars_schema("findings"))
             frames["findings"] = pl.concat([frames["findings"], extra])
-        counts = Counter(status.get_column("status").to_list())
-        summary.runs_new += counts["new"]
-        summary.runs_replaced += counts["replaced"]
-        summary.runs_unchanged += counts["unchanged"]
-        summary.runs_outranked += counts["outranked"]
-        summary.quarantined += frames["quarantine"].height
-        summary.findings += frames["findings"].height
-        batch.superseding += counts["replaced"]
+        _count(sources, status, frames)
+        batch.superseding += int((status.get_column("status") == "replaced").sum())
         self.summary.slow_path += tables.slow_path
         self.summary.findings_by_code.update(frames["findings"].get_column("code").to_list())
         self.summary.quarantine_by_code.update(frames["quarantine"].get_column("code").to_list())
@@ -317,12 +336,29 @@ class _Ingest:
         self.progress.advance(n_texts, 0)
 
     def commit(self) -> None:
+        self.close_chunk()
         if not self.batch.sources:
             return
         self.queue(self.batch.commit, False)
         self.summary.batches.append(self.batch.batch_id)
         self.next_seq += 1
         self.batch = _Batch(self.root, self.next_seq)
+
+
+def _count(
+    sources: dict[str, SourceSummary], status: pl.DataFrame, frames: dict[str, pl.DataFrame]
+) -> None:
+    """Add a chunk's runs (by status), quarantine rows and findings to their sources' counts.
+
+    A chunk names each source path once, so ``source_path`` tells its rows apart.
+    """
+    groups = status.group_by("source_path", "status").len().iter_rows()
+    counts = [(path, f"runs_{code}", n) for path, code, n in groups]
+    for table, name in (("quarantine", "quarantined"), ("findings", "findings")):
+        rows = frames[table].group_by("source_path").len().iter_rows()
+        counts += [(path, name, n) for path, n in rows]
+    for path, name, n in counts:
+        setattr(sources[path], name, getattr(sources[path], name) + n)
 
 
 def ingest(
@@ -429,7 +465,7 @@ def read_documents(
             t.encode()
         except UnicodeEncodeError:  # a Python string holding surrogates
             raw[i], texts[i] = t, t.encode("utf-8", "replace").decode()
-    meta = ChunkMeta(source, texts, list(range(1, len(texts) + 1)), [None] * len(texts), raw)
+    meta = ChunkMeta([source], texts, list(range(1, len(texts) + 1)), [None] * len(texts), raw)
     tables = build_tables(decode_texts(texts, raw=raw), meta, 0, "memory")
     return {name: frame.lazy() for name, frame in tables.frames.items()}
 

@@ -64,7 +64,7 @@ def quarantine_frame(rows: list[QuarantineRow], meta: ChunkMeta, batch_id: str) 
     frame = pl.DataFrame(
         {
             "batch_id": [batch_id] * len(rows),
-            "source_path": [meta.source_path] * len(rows),
+            "source_path": [meta.path(p) for p, *_ in rows],
             "source_line": [meta.lines[p] for p, *_ in rows],
             "source_index": [meta.indexes[p] for p, *_ in rows],
             "code": [c for _, c, _, _ in rows],
@@ -80,7 +80,7 @@ def quarantine_frame(rows: list[QuarantineRow], meta: ChunkMeta, batch_id: str) 
 def quarantine_problems(problems: list[ReadProblem], source: Source, batch_id: str) -> pl.DataFrame:
     """Quarantine rows of a source's read problems, one each."""
     meta = ChunkMeta(
-        source.path,
+        [source.path],
         [p.head for p in problems],
         [p.line for p in problems],
         [None] * len(problems),

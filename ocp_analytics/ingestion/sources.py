@@ -187,12 +187,13 @@ def _readable_size(file: Path) -> int:
         return file.stat().st_size
 
 
-def _source(display: str, file: Path) -> Source:
+def _source(display: str, file: Path, resolved: str) -> Source:
     """A source; a file that cannot be read is one too (it is reported, not fatal).
 
-    Not hashed here: :attr:`Source.sha256` on first use, or while ingest reads it.
+    ``resolved``: the file's absolute, resolved path. Not hashed here:
+    :attr:`Source.sha256` on first use, or while ingest reads it.
     """
-    resolved = _text(STDIN if display == STDIN else str(file.resolve()))
+    resolved = _text(resolved)
     try:
         return Source(_text(display), file, _readable_size(file), None, resolved)
     except OSError as exc:
@@ -247,7 +248,7 @@ def find_sources(specs: str | Path | Sequence[str | Path]) -> list[Source]:
     for spec in [specs] if isinstance(specs, str | Path) else specs:
         text = str(spec)
         if text == STDIN:
-            found[STDIN] = _source(STDIN, _spool_stdin())
+            found[STDIN] = _source(STDIN, _spool_stdin(), STDIN)
             continue
         if is_remote(text):
             for src in _remote_sources(text):
@@ -256,8 +257,7 @@ def find_sources(specs: str | Path | Sequence[str | Path]) -> list[Source]:
         p = Path(text)
         if p.is_dir():
             files = sorted(f for f in p.rglob("*") if f.is_file() and _is_doc_file(f))
-            for f in files:
-                found.setdefault(str(f.resolve()), _source(str(f), f))
+            _add_files(found, files)
             continue
         if p.is_file():
             files = [p]
@@ -273,6 +273,17 @@ def find_sources(specs: str | Path | Sequence[str | Path]) -> list[Source]:
                     ".gz or .zst), a glob pattern in quotes, or - for standard input.",
                 )
             )
-        for f in files:
-            found.setdefault(str(f.resolve()), _source(str(f), f))
+        _add_files(found, files)
     return list(found.values())
+
+
+def _add_files(found: dict[str, Source], files: list[Path]) -> None:
+    """Add each file not found yet as a source, keyed by its resolved path.
+
+    Each path is resolved once: for a folder of many small files, resolving
+    is a good part of the time an ingest takes to find them.
+    """
+    for f in files:
+        resolved = str(f.resolve())
+        if resolved not in found:
+            found[resolved] = _source(str(f), f, resolved)

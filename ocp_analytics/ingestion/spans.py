@@ -5,7 +5,8 @@ from: :class:`Spans` says where each lies and views them as one polars
 string column (Arrow string views, :meth:`Spans.series`). :class:`ChunkMeta`
 holds a chunk's texts (those views, or a list for documents held in memory),
 where each came from (source, line, array index) and the texts that were not
-UTF-8; ``doc_sha256`` hashes the bytes as read, in place.
+UTF-8; ``doc_sha256`` hashes the bytes as read, in place. The texts of
+several small sources share a chunk, so the source is kept per text.
 """
 
 from __future__ import annotations
@@ -90,10 +91,12 @@ class ChunkMeta:
     """Where the texts of one chunk came from.
 
     ``texts``: one per document, as read (a polars column viewing the
-    reader's buffers, see ``spans``, or a list).
+    reader's buffers, see ``spans``, or a list). ``paths``: the sources of
+    the texts, in read order, each once; ``source``: the index in ``paths``
+    of each text's source (``None``: every text is of ``paths[0]``).
     """
 
-    source_path: str
+    paths: list[str]
     texts: pl.Series | list[str]
     lines: list[int | None]
     indexes: list[int | None]
@@ -101,6 +104,20 @@ class ChunkMeta:
     # kept as surrogate escapes (``texts`` holds a display copy).
     raw: dict[int, str] = field(default_factory=dict)
     spans: Spans | None = None
+    source: array[int] | None = None
+
+    def path(self, pos: int) -> str:
+        """The source path of the text at ``pos``."""
+        return self.paths[0 if self.source is None else self.source[pos]]
+
+    def source_paths(self, positions: list[int]) -> pl.Series:
+        """The source paths of the texts at ``positions``: a ``source_path`` column."""
+        if self.source is None or len(self.paths) == 1:
+            return pl.repeat(self.paths[0], len(positions), dtype=pl.String, eager=True).alias(
+                "source_path"
+            )
+        at = [self.source[p] for p in positions]
+        return pl.Series("source_path", self.paths, dtype=pl.String).gather(at)
 
     def data(self, pos: int) -> bytes:
         """The bytes of the text at ``pos`` as read (what ``doc_sha256`` hashes)."""

@@ -250,7 +250,7 @@ def _rules(docs: pl.LazyFrame, side: pl.LazyFrame) -> tuple[pl.LazyFrame, list[p
 
 
 def _runs(
-    docs: pl.LazyFrame, side: pl.LazyFrame, meta: ChunkMeta, batch_id: str
+    docs: pl.LazyFrame, side: pl.LazyFrame, batch_id: str
 ) -> tuple[pl.LazyFrame, list[pl.LazyFrame]]:
     run = pl.col("doc").struct.field("run")
     task = run.struct.field("task")
@@ -277,7 +277,6 @@ def _runs(
             run.struct.field("provenance").struct.field("kind").alias("provenance_kind"),
             pl.col("doc").struct.field("attempts").list.len().fill_null(0).alias("n_attempts"),
             run.struct.field("signals").list.len().fill_null(0).alias("n_signals"),
-            pl.lit(meta.source_path).alias("source_path"),
             pl.lit(batch_id).alias("batch_id"),
         )
         .pipe(with_timestamps, {"started_at": "started_at_raw", "ended_at": "ended_at_raw"})
@@ -304,8 +303,8 @@ def _readable(
     """The quarantine rows of a decoded chunk, and its readable runs.
 
     A run's row holds ``pos``, ``doc``, ``text``, ``slow``, ``typed``, ``doc_id``,
-    ``run_id`` and where it came from (``source_line``, ``source_index``,
-    ``doc_sha256``).
+    ``run_id`` and where it came from (``source_path``, ``source_line``,
+    ``source_index``, ``doc_sha256``).
     """
     checked = quarantine_checks(dec.frame.lazy())
     bad, docs = pl.collect_all(
@@ -329,6 +328,7 @@ def _readable(
     quarantine += [(r.pos, r.code, r.message, r.json_path) for r in dec.rejected]
     pos = docs.get_column("pos").to_list()
     docs = docs.with_columns(
+        meta.source_paths(pos),
         pl.Series("source_line", [meta.lines[p] for p in pos], dtype=pl.Int64),
         pl.Series("source_index", [meta.indexes[p] for p in pos], dtype=pl.Int64),
         pl.Series("doc_sha256", meta.sha256(pos), dtype=pl.String),
@@ -347,7 +347,7 @@ def build_tables(dec: Decoded, meta: ChunkMeta, doc_id_base: int, batch_id: str)
     --------
     >>> from ocp_analytics.ingestion.decode import decode_texts
     >>> texts = ['{"ocp": "0.3", "run": {"id": "r1", "ended_at": "2026-01-02T03:04:05"}}', "[]"]
-    >>> meta = ChunkMeta("mem", texts, [1, 2], [None, None])
+    >>> meta = ChunkMeta(["mem"], texts, [1, 2], [None, None])
     >>> t = build_tables(decode_texts(texts), meta, 100, "b1")
     >>> t["runs"].select("doc_id", "run_id").rows(), t["quarantine"].get_column("code").to_list()
     ([(100, 'r1')], ['not_object'])
@@ -357,7 +357,7 @@ def build_tables(dec: Decoded, meta: ChunkMeta, doc_id_base: int, batch_id: str)
     quarantine, docs = _readable(dec, meta, doc_id_base)
     side = side_members(docs, dec.side).lazy()
     lazy_docs = docs.lazy()
-    runs, found = _runs(lazy_docs, side, meta, batch_id)
+    runs, found = _runs(lazy_docs, side, batch_id)
     rules, f_rules = _rules(lazy_docs, side)
     runs = runs.join(
         rules.select("doc_id", pl.col("name").alias("rule_name")),
@@ -374,11 +374,11 @@ def build_tables(dec: Decoded, meta: ChunkMeta, doc_id_base: int, batch_id: str)
         [f.select(FIND_COLS) for f in [*found, *f_rules, *f_sig, *f_att, *f_art, slow]]
     )
     findings = findings.join(
-        lazy_docs.select("doc_id", "source_line", "source_index"),
+        lazy_docs.select("doc_id", "source_path", "source_line", "source_index"),
         on="doc_id",
         how="left",
         maintain_order="left",
-    ).with_columns(pl.lit(meta.source_path).alias("source_path"))
+    )
     planned = {
         "runs": _cast(runs, "runs"),
         "attempts": attempts,
