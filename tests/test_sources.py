@@ -184,6 +184,22 @@ def test_one_file_spelled_three_ways_is_one_source(
     assert [(s.path, s.resolved) for s in found] == [("a.ndjson", str(tmp_path / "a.ndjson"))]
 
 
+def test_sources_are_keyed_by_their_resolved_paths_through_links(tmp_path: Path) -> None:
+    real = tmp_path.resolve() / "real"
+    (real / "sub").mkdir(parents=True)
+    for name in ("a.json", "sub/b.json", "c.json"):
+        (real / name).write_text(DOC % 1)
+    (tmp_path / "linked").symlink_to(real)  # a folder reached through a link
+    (real / "sub" / "to-c.json").symlink_to(real / "c.json")  # a file that is a link
+    found = find_sources([tmp_path / "linked" / "sub", tmp_path / "linked" / "a.json"])
+    assert [(Path(s.path).relative_to(tmp_path).as_posix(), s.resolved) for s in found] == [
+        ("linked/sub/b.json", str(real / "sub" / "b.json")),
+        ("linked/sub/to-c.json", str(real / "c.json")),
+        ("linked/a.json", str(real / "a.json")),
+    ]
+    assert [s.resolved for s in found] == [str(Path(s.path).resolve()) for s in found]
+
+
 def test_empty_folder_is_no_source(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "notes.txt").write_text("not a document")
