@@ -288,8 +288,12 @@ def _decide_again(ds: Dataset, plans: list[_Plan], when: datetime) -> dict[str, 
     *frames, late = pl.collect_all([*decided, _late(tables, when)])
     out = {}
     for plan, frame in zip(sorted(plans, key=lambda p: p.target is not None), frames, strict=True):
-        rows = _rows(frame, late)
-        out[plan.label] = rows.filter(pl.col("doc_id").is_in(plan.again.implode()))
+        mine = (
+            frame
+            if plan.again.len() == ids.len()
+            else frame.filter(pl.col(_DOC).is_in(plan.again.implode()))
+        )
+        out[plan.label] = _rows(mine, late)
     return out
 
 
