@@ -49,7 +49,6 @@ __all__ = ["observing", "run_stored"]
 
 _LOG = logging.getLogger("ocp_analytics.decisions")
 _STORED = frozenset(DECISIONS_SCHEMA.names)
-_SIDE_BY_SIDE = 2  # stored rules read in one collect (one a core; 4 cost 0.5 GB more a slice)
 _SEEN: ContextVar[list[RefreshSummary] | None] = ContextVar("ocp_decisions_seen", default=None)
 
 
@@ -198,19 +197,12 @@ def run_stored(
             if raw
             else []
         )
-        # every stored rule's rows of the slice in one collect: the stores are read side by side
-        stored = iter(
-            _stored_slices([lives[p.label] for p in plans if p.record is not None], runs, cols)
-        )
         for plan in plans:
             if plan.record is None:
                 frame = next(decided).select(cols).collect()
                 counts[1] += frame.height
             else:
-                found = next(stored)
-                counts[0] += found[0].height
-                counts[1] += sum(f.height for f in found[1:])
-                frame = _as_decided(found, cols, as_of, coded)
+                frame = _stored_slice(lives[plan.label], runs, cols, as_of, coded, counts)
             for sink in sinks:
                 sink.add(frame)
         if progress is not None:
@@ -226,18 +218,17 @@ def run_stored(
     return summary
 
 
-def _stored_slices(
-    lives: Sequence[_Live], runs: pl.DataFrame, cols: Sequence[str]
-) -> Iterator[list[pl.DataFrame]]:
-    """Each stored rule's kept (and decided-again) rows of the runs ``runs``, in order.
-
-    Read :data:`_SIDE_BY_SIDE` rules at a time in one collect (the stores
-    side by side, on every core), not every rule of the slice at once:
-    memory stays a few rules' rows.
-    """
-    for at in range(0, len(lives), _SIDE_BY_SIDE):
-        queries = [live.slice(runs, cols) for live in lives[at : at + _SIDE_BY_SIDE]]
-        flat = [q for kept, again in queries for q in (kept, *([] if again is None else [again]))]
-        done = iter(pl.collect_all(flat))
-        for _, again in queries:
-            yield [next(done), *([] if again is None else [next(done)])]
+def _stored_slice(
+    live: _Live,
+    runs: pl.DataFrame,
+    cols: Sequence[str],
+    when: datetime,
+    coded: bool,
+    counts: list[int],
+) -> pl.DataFrame:
+    """One stored rule's frame of a slice; ``counts`` [reused, decided] are added to."""
+    kept, again = live.slice(runs, cols)
+    frames = pl.collect_all([kept, *([] if again is None else [again])])
+    counts[0] += frames[0].height
+    counts[1] += sum(f.height for f in frames[1:])
+    return _as_decided(frames, cols, when, coded)
