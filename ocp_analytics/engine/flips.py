@@ -95,7 +95,7 @@ def flag_counts(
     [('x', 'y', 1, 0, 1, 0, 0, ['r1']), ('y', 'x', 0, 0, 0, 1, 0, [])]
     """
     r = pl.col("r").cast(pl.Int64)
-    place = (pl.col("o").cast(pl.Int64) + 1) * pl.lit(4, pl.Int64).pow(r % _PER_WORD)
+    place = _digit(pl.col("o"), r)
     words = flags.group_by("_doc").agg(
         place.filter(r // _PER_WORD == w).sum().alias(f"_w{w}") for w in range(_words(len(names)))
     )
@@ -112,6 +112,16 @@ def _words(k: int) -> int:
     return max(1, -(-k // _PER_WORD))
 
 
+def _digit(code: pl.Expr, rule: pl.Expr | int) -> pl.Expr:
+    """Rule ``rule``'s outcome ``code`` (null: no row) as its digit's value in its word."""
+    return (code.cast(pl.Int64) + 1).fill_null(0) * pl.lit(4, pl.Int64).pow(rule % _PER_WORD)
+
+
+def _undigit(word: pl.Expr, rule: int) -> pl.Expr:
+    """Rule ``rule``'s outcome code from its word (-1: no row under it); :func:`_digit` undone."""
+    return (word // 4 ** (rule % _PER_WORD)) % 4 - 1
+
+
 def vector_words(codes: Sequence[pl.Series]) -> list[pl.Series]:
     """The outcome vectors of runs from each rule's codes (one Series per rule, same runs).
 
@@ -126,14 +136,17 @@ def vector_words(codes: Sequence[pl.Series]) -> list[pl.Series]:
     >>> [w.to_list() for w in vector_words([acc, rej])]
     [[6, 2]]
     """
-    out = []
-    for w in range(_words(len(codes))):
-        part = codes[w * _PER_WORD : (w + 1) * _PER_WORD]
-        word = pl.Series(f"_w{w}", [0] * (part[0].len() if part else 0), pl.Int64)
-        for d, code in enumerate(part):
-            word = word + (code.cast(pl.Int64) + 1).fill_null(0) * 4**d
-        out.append(word.alias(f"_w{w}"))
-    return out
+    if not codes:
+        return [pl.Series("_w0", [], pl.Int64)]
+    frame = pl.DataFrame([c.alias(f"c{r}") for r, c in enumerate(codes)])
+    in_word = [
+        range(w * _PER_WORD, min(len(codes), (w + 1) * _PER_WORD))
+        for w in range(_words(len(codes)))
+    ]
+    return frame.select(
+        pl.sum_horizontal(_digit(pl.col(f"c{r}"), r) for r in rules).alias(f"_w{w}")
+        for w, rules in enumerate(in_word)
+    ).get_columns()
 
 
 def vector_counts(
@@ -154,10 +167,8 @@ def vector_counts(
         pl.len().alias("_n"), pl.col("run_id").bottom_k(sample).alias("_ids")
     )
 
-    def code(r: int) -> pl.Expr:  # -1: no row under rule r
-        return (pl.col(words[r // _PER_WORD]) // 4 ** (r % _PER_WORD)) % 4 - 1
-
-    coded = distinct.select(*keys, "_n", "_ids", *(code(r).alias(f"r{r}") for r in range(k)))
+    codes = (_undigit(pl.col(words[r // _PER_WORD]), r).alias(f"r{r}") for r in range(k))
+    coded = distinct.select(*keys, "_n", "_ids", *codes)
     pairs = list(itertools.combinations(range(k), 2))
     exprs = []
     for p, (i, j) in enumerate(pairs):
