@@ -23,15 +23,7 @@ from ocp_analytics.ingestion import batch as ingest_batch
 DATA = Path(__file__).parent / "data"
 BAD = DATA / "bad"
 SOLO = DATA / "examples" / "v0.3" / "solo.ocp.json"
-COUNTS = (
-    "documents",
-    "runs_new",
-    "runs_replaced",
-    "runs_unchanged",
-    "runs_outranked",
-    "quarantined",
-    "findings",
-)
+COUNTS = ingest_batch.SourceSummary.COUNTS
 
 
 def _solo(run_id: str, ended: str) -> bytes:

@@ -65,7 +65,7 @@ from ocp_analytics.model.rules import RECORDED, Rule
 #: The columns :func:`decide` (with its caller's late-event reads, ``finality.observed_until``)
 #: reads of the tables it scans more than once. A caller deciding a few runs held in many parts
 #: reads these once, into memory, instead of decoding those parts once per feature
-#: (``api.refresh``); ``tests/test_acceptance.py`` holds the rows to those of the full tables.
+#: (``api.refresh``); ``tests/test_refresh.py`` holds the rows to those of the full tables.
 DECIDE_READS: Mapping[str, tuple[str, ...]] = {
     "runs": ("run_id", "doc_id", "ended_at"),
     "signals": (

@@ -439,8 +439,8 @@ class BatchWriter:
     """The parts of one batch, written under their final names and committed together.
 
     Nothing is visible to readers until :meth:`commit` renames the batch's
-    record into ``_batches/``; ``sources`` are objects with ``documents`` and
-    a ``record()`` for the manifest. A part is converted and written on a
+    record into ``_batches/``; ``sources`` are objects with a ``record()``
+    for the manifest. A part is converted and written on a
     second thread while the caller goes on (both release the GIL); at most
     one part waits for that thread, so memory holds one part more.
     """
@@ -514,10 +514,6 @@ class BatchWriter:
             if self._pool is not None:
                 self._pool.shutdown(wait=True)
                 self._pool = None
-
-    @property
-    def documents(self) -> int:
-        return sum(s.documents for s in self.sources)
 
     def commit(self, extra: dict[str, Any] | None = None) -> None:
         """Write what is held, then the commit record (the batch becomes visible)."""
