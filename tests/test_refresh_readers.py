@@ -8,6 +8,7 @@ an earlier one, windows, filters, groups and several slices."""
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,12 @@ from ocp_analytics.model.rules import Rule
 
 SEED = 11
 KEY = ["run_id", "rule"]
-RULES = [Rule.parse("tests"), Rule.parse("tests+review"), Rule.parse("bench_score>=0.5")]
+RULES = [
+    Rule.parse("tests"),
+    Rule.parse("tests+review"),
+    Rule.parse("bench_score>=0.5"),
+    Rule.parse("tests+review+bench_score>=0.5"),
+]
 SLICE = 70  # several slices over the few hundred runs
 
 
@@ -71,9 +77,24 @@ def _same(
     got, want = check(oa.compare, ds, rules, by=[oa.label("team")], slice_runs=SLICE)
     assert_frame_equal(got[0], want[0])
     assert_frame_equal(got[1], want[1])
+    _same_curves(ds, rules, as_of, [{"by": [oa.label("team")]}])
     if full:
         _same_in_full(ds, rules, as_of, tmp, check)
+        _same_curves(ds, rules, as_of, [{}, {"since": "2026-07-01", "where": ["label.env=prod"]}])
     return said
+
+
+def _same_curves(ds: Path, rules: list[Rule], as_of: str, calls: list[dict[str, Any]]) -> None:
+    """The sweep's curves of the rules with a score: each rest read from the rule's own rows
+    (its store's, where usable) as from deciding the rest rule from raw."""
+    from ocp_analytics.api.sweep import curves
+
+    scored = [r for r in rules if r.score is not None]
+    for kwargs in calls:
+        got = curves(ds, scored, as_of=as_of, slice_runs=SLICE, decisions=True, **kwargs)
+        want = curves(ds, scored, as_of=as_of, slice_runs=SLICE, **kwargs)
+        for g, w in zip(got, want, strict=True):
+            assert_frame_equal(g, w)
 
 
 def _same_in_full(ds: Path, rules: list[Rule], as_of: str, tmp: Path, check: Any) -> None:
@@ -122,7 +143,8 @@ def test_readers_give_a_full_evaluations_frames_after_every_step(tmp_path: Path)
     oa.ingest(_write(tmp_path / "b.ndjson", docs[160:]), ds)
     stale = _same(ds, RULES, "2026-11-20T00:00:00Z", tmp_path, full=True)
     full = stale[0]
-    assert full.reused > 0 and full.decided >= 80 * 4 and full.reused + full.decided == 240 * 4
+    # five rows a run: the recorded rule and the four named
+    assert full.reused > 0 and full.decided >= 80 * 5 and full.reused + full.decided == 240 * 5
 
     # 3. late events about old runs, still no refresh: the runs they match are decided again
     ended = {i: _ended(d) for i, d in enumerate(docs)}
@@ -165,6 +187,25 @@ def test_a_typo_warns_the_same_with_the_stores(tmp_path: Path) -> None:
             oa.rates(ds, rules, as_of="2026-11-10T00:00:00Z", use_decisions=decisions)
         messages.append([str(w.message) for w in caught])
     assert messages[0] == messages[1]
+
+
+def test_the_sweep_from_the_stores_warns_of_a_typo_unless_told_it_was_warned(
+    tmp_path: Path,
+) -> None:
+    """The report's sweep (``names=False``) reads no signal names: its evaluation has warned."""
+    from ocp_analytics.api.sweep import curves
+
+    ds = tmp_path / "ds"
+    oa.ingest(_write(tmp_path / "a.ndjson", _docs(0, 40)), ds)
+    rules = [Rule.parse("tests+reveiw+bench_score>=0.5")]
+    oa.refresh(ds, rules, as_of="2026-11-10T00:00:00Z")
+    at = "2026-11-10T00:00:00Z"
+    with pytest.warns(UserWarning, match="did you mean 'review'"):
+        warned = curves(ds, rules, as_of=at, decisions=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        quiet = curves(ds, rules, as_of=at, decisions=True, names=False)
+    assert_frame_equal(warned[0], quiet[0])
 
 
 def test_the_cli_says_what_it_reused_and_no_decisions_reads_raw(tmp_path: Path) -> None:

@@ -40,6 +40,8 @@ class _Scope:
     where: tuple[str, ...] = ()
     # read the rules' decisions stores where they can give the same rows (api/stored.py)
     decisions: bool = False
+    # read each slice's signal names for the warning of a name no run carries (engine/known.py)
+    names: bool = True
 
     @classmethod
     def read(
@@ -70,13 +72,14 @@ class _Scope:
 
         With ``decisions``, the rules' decisions stores are read where they
         give the rows a full evaluation gives (:func:`~ocp_analytics.api.stored.run_stored`).
-        Then a warning (at ``stacklevel``: the public function's caller) for
-        each verdict or score a rule names that no run kept carries.
+        Then, unless ``names`` is false (a caller that has warned already),
+        a warning (at ``stacklevel``: the public function's caller) for each
+        verdict or score a rule names that no run kept carries.
         """
-        known = KnownNames(self.rules)
+        known = KnownNames(self.rules) if self.names else None
         if not self.decisions or not self._stored(dataset, sinks, carry, progress, known):
             self._raw(dataset, sinks, carry, progress, known)
-        for message in known.messages():
+        for message in known.messages() if known is not None else []:
             warnings.warn(message, UserWarning, stacklevel=stacklevel)
 
     def _stored(
@@ -85,7 +88,7 @@ class _Scope:
         sinks: Sequence[Sink],
         carry: Callable[[pl.Schema], Sequence[pl.Expr]] | None,
         progress: Callable[[int, int], None] | None,
-        known: KnownNames,
+        known: KnownNames | None,
     ) -> bool:
         """The loop fed from the decisions stores; False (nothing done) when none is usable."""
         summary = run_stored(
@@ -110,7 +113,7 @@ class _Scope:
         sinks: Sequence[Sink],
         carry: Callable[[pl.Schema], Sequence[pl.Expr]] | None,
         progress: Callable[[int, int], None] | None,
-        known: KnownNames,
+        known: KnownNames | None,
     ) -> None:
         run(
             dataset,

@@ -155,7 +155,7 @@ def run_stored(
     where: Sequence[str],
     carry: Callable[[pl.Schema], Sequence[pl.Expr]] | None,
     slice_runs: int,
-    known: KnownNames,
+    known: KnownNames | None,
     progress: Callable[[int, int], None] | None = None,
 ) -> RefreshSummary | None:
     """The loop of :func:`~ocp_analytics.engine.evaluate.run`, stored rules read from their stores.

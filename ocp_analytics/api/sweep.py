@@ -11,26 +11,35 @@ docs/statistics.md, "Where to put the bar: the threshold sweep".
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import polars as pl
 
 from ocp_analytics._typing import DatasetLike, When
 from ocp_analytics.api.evaluation import _Scope
-from ocp_analytics.engine.evaluate import SLICE_RUNS
+from ocp_analytics.api.stored import observing
+from ocp_analytics.engine.evaluate import SLICE_RUNS, slices
+from ocp_analytics.engine.features import known_at, latest_scores
 from ocp_analytics.engine.groups import group_carry, warn_missing_labels
 from ocp_analytics.engine.known import KnownNames
 from ocp_analytics.engine.rates import By
 from ocp_analytics.engine.stats.sweep import SWEEP_COLUMNS, Better
 from ocp_analytics.engine.stats.sweep import sweep as sweep_curve
 from ocp_analytics.engine.stats.sweep import target_for_rate as rate_target
-from ocp_analytics.engine.sweep_inputs import collect_sweep_rows
+from ocp_analytics.engine.sweep_inputs import (
+    collect_sweep_rows,
+    reasons_tell_rest,
+    rest_from_reasons,
+)
 from ocp_analytics.exceptions import OcpAnalyticsError, hint
 from ocp_analytics.model.rules import Rule, ScoreTarget, resolve_rules
 from ocp_analytics.store.commits import Snapshot
 from ocp_analytics.store.dataset import scan_at
 
 __all__ = ["curves", "score_rule", "sweep"]
+
+_DOC = "_sweep_doc"  # the run's doc_id, carried through the loop (a leading "_")
 
 
 def score_rule(
@@ -189,11 +198,19 @@ def curves(
     snapshot: Snapshot = None,
     for_rate: float | None = None,
     stacklevel: int = 2,
+    decisions: bool = False,
+    names: bool = True,
 ) -> list[pl.DataFrame]:
     """:func:`sweep`'s curve of each rule with a score, every rule in one pass over the runs.
 
     What the report draws: a curve per rule, at the cost of about one
-    evaluation (the rests of every rule are decided together).
+    evaluation (the rests of every rule are decided together). With
+    ``decisions`` (the report's default), each rule's rest is read from
+    the rule's own rows where its decisions store gives them
+    (:func:`_from_rules`), and only the scores from the signals; the
+    curves are the same either way. ``names`` false skips the warning of a
+    name no run carries (and the reading of every slice's signal names it
+    may need), for a caller that has warned already.
 
     Examples
     --------
@@ -204,21 +221,25 @@ def curves(
     >>> [c.height for c in curves(ds, rules, as_of="2027-01-01")]
     [6, 6]
     """
-    scope = _Scope.read(list(rules), as_of, since, until, False, slice_runs, where)
-    names, keys, carry = group_carry(by, None)
-    known = KnownNames(list(rules))
-    found = collect_sweep_rows(
-        scan_at(dataset, snapshot),
-        rules,
-        scope.as_of,
-        since=scope.since,
-        until=scope.until,
-        where=scope.where,
-        carry=carry,
-        slice_runs=slice_runs,
-        known=known,
-    )
-    for message in known.messages():
+    scope = _Scope.read(list(rules), as_of, since, until, False, slice_runs, where, decisions)
+    labels, keys, carry = group_carry(by, None)
+    known = KnownNames(list(rules)) if names else None
+    ds = scan_at(dataset, snapshot)
+    if decisions and all(reasons_tell_rest(r) for r in rules):
+        found = _from_rules(ds, list(rules), replace(scope, names=names), keys, carry)
+    else:
+        found = collect_sweep_rows(
+            ds,
+            rules,
+            scope.as_of,
+            since=scope.since,
+            until=scope.until,
+            where=scope.where,
+            carry=carry,
+            slice_runs=slice_runs,
+            known=known,
+        )
+    for message in known.messages() if known is not None else []:
         warnings.warn(message, UserWarning, stacklevel=stacklevel)
     out = []
     for rule, rows in zip(rules, found, strict=True):
@@ -230,8 +251,88 @@ def curves(
         curve = sweep_curve(rows, direction, keys)
         if for_rate is not None:
             curve = rate_target(curve, for_rate, direction, keys)
-        curve = curve.rename(dict(zip(keys, names, strict=True)))
+        curve = curve.rename(dict(zip(keys, labels, strict=True)))
         curve = curve.with_columns(pl.lit(scope.as_of).alias("as_of"))
-        warn_missing_labels(curve, names)
-        out.append(curve.select(*names, *SWEEP_COLUMNS, "as_of"))
+        warn_missing_labels(curve, labels)
+        out.append(curve.select(*labels, *SWEEP_COLUMNS, "as_of"))
     return out
+
+
+class _Rests:
+    """A sink: per rule with a score, each run's groups, latest score and rest (from its reasons).
+
+    ``scores``: per score name, every run's latest score (``_DOC``, ``value``)
+    sorted by ``doc_id``; a slice's rows are joined to the scores of their
+    ``doc_id`` range only, so what is kept is what :func:`collect_sweep_rows`
+    keeps: the groups, ``value`` and ``rest`` of each run.
+    """
+
+    columns = ("rule", "outcome", "reasons")
+
+    def __init__(
+        self, rules: Sequence[Rule], keys: Sequence[str], scores: dict[str, pl.DataFrame]
+    ) -> None:
+        self.rules = list(rules)
+        self.keys = list(keys)
+        self.scores = scores
+        self.frames: list[list[pl.DataFrame]] = [[] for _ in rules]
+        self.handed = 0
+
+    def add(self, decisions: pl.DataFrame) -> None:
+        # the loop hands each slice's frames in the rules' order, empty ones too (their
+        # columns keep the types a window with no run gives)
+        at = self.handed % len(self.rules)
+        self.handed += 1
+        rule = self.rules[at]
+        assert rule.score is not None
+        assert not decisions.height or decisions.item(0, "rule") == rule.name
+        scores = self.scores[rule.score.name]
+        if decisions.height:
+            docs, ids = scores.get_column(_DOC), decisions.get_column(_DOC)
+            first, last = int(ids.min()), int(ids.max())  # type: ignore[arg-type]
+            lo, hi = docs.search_sorted(first), docs.search_sorted(last, side="right")
+            scores = scores.slice(lo, hi - lo)
+        rows = decisions.select(*self.keys, _DOC, rest_from_reasons(rule))
+        rows = rows.join(scores, on=_DOC, how="left")
+        self.frames[at].append(rows.select(*self.keys, "value", "rest"))
+
+
+def _from_rules(
+    ds: DatasetLike,
+    rules: list[Rule],
+    scope: _Scope,
+    keys: Sequence[str],
+    carry: Callable[[pl.Schema], Sequence[pl.Expr]],
+) -> list[pl.DataFrame]:
+    """:func:`collect_sweep_rows` from the rules' own rows (their stores', else decided).
+
+    First the runs' latest scores, one ``doc_id`` range at a time; then
+    each rule's rest is read from its rows' outcome and reasons
+    (:func:`~ocp_analytics.engine.sweep_inputs.rest_from_reasons`) by the
+    evaluation loop, which reads the stores where they give the rows a full
+    evaluation gives. The stores' read is not said again on stderr: the
+    report's evaluation has said it (the same rows of the same stores).
+    """
+    names = sorted({r.score.name for r in rules if r.score is not None})
+    found: dict[str, list[pl.DataFrame]] = {n: [] for n in names}
+    read = False
+    for tables in slices(ds, scope.slice_runs, since=scope.since, until=scope.until):
+        read = True
+        latest = latest_scores(known_at(tables["signals"], scope.as_of), names)
+        frame = latest.select(
+            pl.col("doc_id").alias(_DOC), "name", pl.col("value").cast(pl.Float64)
+        )
+        for (name,), part in frame.collect().partition_by("name", as_dict=True).items():
+            found[str(name)].append(part.drop("name"))
+    if not read:  # no slice at all: the columns sweep reads, no row
+        return [pl.DataFrame() for _ in rules]
+    empty = pl.DataFrame(schema={_DOC: pl.Int64, "value": pl.Float64})
+    scores = {n: pl.concat([empty, *f]).sort(_DOC) for n, f in found.items()}
+    sink = _Rests(rules, keys, scores)
+
+    def carry_all(schema: pl.Schema) -> list[pl.Expr]:
+        return [*carry(schema), pl.col("doc_id").alias(_DOC)]
+
+    with observing():
+        scope.run(ds, [sink], carry_all)
+    return [pl.concat(f) if f else pl.DataFrame() for f in sink.frames]

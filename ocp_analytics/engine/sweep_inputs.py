@@ -90,6 +90,60 @@ def rest_state(outcome: pl.Expr, requires: bool) -> pl.Expr:
     )
 
 
+def reasons_tell_rest(rule: Rule) -> bool:
+    """Whether the rows of ``rule`` itself tell what its rest says (:func:`rest_from_reasons`).
+
+    They do unless the score's name is also a required verdict's: then a
+    ``missing:NAME`` reason could be either part's.
+
+    Examples
+    --------
+    >>> reasons_tell_rest(Rule.parse("tests+runtime_s<=3600"))
+    True
+    """
+    return rule.score is not None and rule.score.name not in rule.effective_requires
+
+
+def rest_from_reasons(rule: Rule) -> pl.Expr:
+    """The sweep's ``rest`` (Int8) from a row of ``rule`` itself: its ``outcome`` and ``reasons``.
+
+    ``reasons`` lists a reason for every part that does not pass and one per
+    counted excluded event (docs/figures.md, "outcome and reasons"), so the
+    rest's outcome is the rule's with the score's reason taken out: rejected
+    when a ``failed:`` or ``late:`` reason is left, else unknown when a
+    ``missing:`` verdict is, else accepted; then :func:`rest_state`. An
+    accepted row passes every part. Exact when :func:`reasons_tell_rest`.
+    The decisions stores keep every row's reasons, so a sweep can read the
+    rest from them instead of deciding :func:`rest_rule` from the signals.
+
+    Examples
+    --------
+    >>> rule = Rule.parse("tests+runtime_s<=3600")
+    >>> rows = pl.DataFrame({
+    ...     "outcome": ["accepted", "rejected", "rejected", "rejected", "unknown"],
+    ...     "reasons": [[], ["below_target:runtime_s"], ["failed:tests"],
+    ...                 ["below_target:runtime_s", "late:revert"], ["missing:tests"]]})
+    >>> rows.select(rest_from_reasons(rule)).to_series().to_list()
+    [2, 2, 0, 0, 1]
+    """
+    assert rule.score is not None and reasons_tell_rest(rule)
+    own = [f"below_target:{rule.score.name}", f"missing:{rule.score.name}"]
+    word = pl.element()
+    left = pl.col("reasons").list.eval(word.filter(~word.is_in(own)))
+    fails = left.list.eval(word.str.starts_with("failed:") | word.str.starts_with("late:"))
+    unknown = left.list.eval(word.str.starts_with("missing:")).list.any()
+    return (
+        pl.when(pl.col("outcome").cast(pl.String) == "accepted")
+        .then(pl.lit(PASS, pl.Int8))
+        .when(fails.list.any())
+        .then(pl.lit(FAIL, pl.Int8))
+        .when(unknown & pl.lit(bool(rule.effective_requires)))
+        .then(pl.lit(UNKNOWN, pl.Int8))
+        .otherwise(pl.lit(PASS, pl.Int8))
+        .alias("rest")
+    )
+
+
 def sweep_rows(
     tables: Mapping[str, pl.LazyFrame],
     rule: Rule,

@@ -321,7 +321,9 @@ def _sweep(ctx: Context) -> dict[str, pl.DataFrame]:
     Empty (no figure, no section) when no rule of the report has a score;
     the recorded rules vary from run to run, so only the named rules are
     swept. Every rule's curve comes from one pass over the window's slices
-    (:func:`~ocp_analytics.api.sweep.curves`; its cost: docs/report.md, "Cost").
+    (:func:`~ocp_analytics.api.sweep.curves`; its cost: docs/report.md, "Cost"),
+    each rule's rest read from its decisions store when the report reads the
+    stores.
     """
     from ocp_analytics.api.sweep import curves
 
@@ -332,7 +334,14 @@ def _sweep(ctx: Context) -> dict[str, pl.DataFrame]:
         # the evaluation loop has warned of these rules' unknown names already
         warnings.simplefilter("ignore")
         found = curves(
-            ctx.dataset, scored, by=ctx.by, as_of=ctx.as_of, since=ctx.since, until=ctx.until
+            ctx.dataset,
+            scored,
+            by=ctx.by,
+            as_of=ctx.as_of,
+            since=ctx.since,
+            until=ctx.until,
+            decisions=ctx.decisions,
+            names=False,
         )
     parts = []
     for rule, curve in zip(scored, found, strict=True):
