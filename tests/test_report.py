@@ -509,3 +509,33 @@ def test_a_page_never_writes_over_another_pages_data(examples_ds: Path, tmp_path
 def test_rates_read_one_way_on_the_page(examples_ds: Path, tmp_path: Path) -> None:
     files = oa.report(examples_ds, "tests+review", as_of="2027-01-01", out=tmp_path / "r.html")
     assert "100.0 % [78.5–100.0] of 14 decided" in files.html.read_text()
+
+
+def test_the_newest_run_end_ignores_a_replaced_version(tmp_path: Path) -> None:
+    """Freshness reads the runs' current versions: a replaced version's later end is not news."""
+    from types import SimpleNamespace
+
+    from benchmarks.generate import generate_documents
+    from ocp_analytics.reporting.freshness import _newest_run_end
+
+    docs = [d for d in generate_documents(40, 5) if d["run"].get("ended_at")]
+    newest = max(docs, key=lambda d: d["run"]["ended_at"])
+    ds = tmp_path / "ds"
+    oa.ingest(_ndjson(tmp_path / "a.ndjson", docs), ds)
+    again = json.loads(json.dumps(newest))
+    again["run"]["ended_at"] = again["run"]["started_at"] = "2025-01-01T00:00:00Z"
+    oa.ingest(_ndjson(tmp_path / "b.ndjson", [again]), ds)
+    scanned = oa.scan_dataset(ds)
+    assert scanned.superseded() is not None and scanned.superseded().height == 1
+    ctx = SimpleNamespace(
+        dataset=scanned, as_of=datetime.fromisoformat("2027-01-01T00:00:00+00:00")
+    )
+    found = _newest_run_end(ctx)  # type: ignore[arg-type]
+    current = scanned["runs"].select(pl.col("ended_at").max()).collect().item()
+    assert found == current
+    assert found.isoformat() < newest["run"]["ended_at"].replace("Z", "+00:00")
+
+
+def _ndjson(path: Path, docs: list[dict[str, Any]]) -> Path:
+    path.write_bytes(b"".join(orjson.dumps(d) + b"\n" for d in docs))
+    return path

@@ -135,18 +135,6 @@ def open_tables(
     return ds.frames, ds.manifest, ds.scans if superseded else None, ds.signal_links
 
 
-def _stale(ds: Dataset) -> pl.DataFrame | None:
-    """The ``doc_id`` of every run version read that a newer one replaces; None: none can be.
-
-    Read from :attr:`Dataset.versions`: the versions of the parts read and of
-    every part (read or not) that may hold a newer version of one of them.
-    """
-    if ds.versions is None:
-        return None
-    newest = pl.col("doc_id").max().over("run_id")
-    return ds.versions.filter(pl.col("doc_id") < newest).select("doc_id").collect()
-
-
 def without_absent_links(
     tables: Tables, links: Mapping[int, bool], lo: int = 0, hi: int = _LAST_ID
 ) -> Tables:
@@ -235,7 +223,7 @@ def slices(
         return
     if "events" in frames:  # read once, not once a slice: every slice matches against all
         frames = {**frames, "events": frames["events"].select(_EVENT_COLUMNS).collect().lazy()}
-    stale = _stale(ds)
+    stale = ds.superseded()
     if stale is not None:  # each slice removes its own stale versions from the unfiltered scans
         frames = {**ds.scans, "events": frames["events"]} if "events" in frames else ds.scans
     for lo, hi in ranges:

@@ -268,6 +268,33 @@ class Dataset:
     records: list[dict[str, Any]] | None = field(default=None, repr=False)
     parts: PartChoice | None = field(default=None, repr=False)
     versions: pl.LazyFrame | None = field(default=None, repr=False)
+    # what the readers of one call share, read once (within(), superseded())
+    _memo: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def superseded(self) -> pl.DataFrame | None:
+        """The ``doc_id`` of every run version read that a newer one replaces; None: none can be.
+
+        Read once (then kept) from :attr:`versions`: the versions of the parts
+        read and of every part, read or not, that may hold a newer version of
+        one of them. A report's passes over the same window and its
+        freshness share one read.
+
+        Examples
+        --------
+        >>> import ocp_analytics as oa, tempfile
+        >>> out = tempfile.mkdtemp() + "/ds"
+        >>> _ = oa.ingest("tests/data/examples/v0.3/solo.ocp.json", out)
+        >>> oa.scan_dataset(out).superseded() is None  # nothing replaced: none can be
+        True
+        """
+        if self.versions is None:
+            return None
+        if "superseded" not in self._memo:
+            newest = pl.col("doc_id").max().over("run_id")
+            old = self.versions.filter(pl.col("doc_id") < newest).select("doc_id")
+            self._memo["superseded"] = old.collect()
+        found: pl.DataFrame = self._memo["superseded"]
+        return found
 
     def within(self, since: datetime | None, until: datetime | None) -> Dataset:
         """The dataset as a read of the runs in ``[since, until)`` needs it, parts pruned.
@@ -291,10 +318,15 @@ class Dataset:
         """
         if self.records is None or (since is None and until is None):
             return self
-        choice = choose_parts(self.records, since, until)
-        if not choice.pruned:
-            return self
-        return _scanned(self.path, self.records, choice, self.snapshot)
+        key = ("within", since, until)
+        if key not in self._memo:  # the same window read again shares its scans and versions
+            choice = choose_parts(self.records, since, until)
+            pruned = choice.pruned
+            self._memo[key] = (
+                _scanned(self.path, self.records, choice, self.snapshot) if pruned else self
+            )
+        within: Dataset = self._memo[key]
+        return within
 
     def holding(
         self, spans: list[tuple[int, int]], tables: tuple[str, ...] = WINDOWED
