@@ -148,3 +148,88 @@ def test_cli_compact_and_vacuum_print_their_counts(ds: Path) -> None:
     assert [r["kind"] for r in orjson.loads(result.stdout)["rows"]][-1] == "compact"
     bad = runner.invoke(app, ["compact", str(ds), "--target-size", "big"])
     assert bad.exit_code == 2 and "is not a size" in bad.output
+
+
+# --- decisions stores no refresh keeps ---------------------------------------------------
+
+
+def _one_more_commit(ds: Path, tmp: Path) -> None:
+    """A new version of a run: a commit the stores have not followed."""
+    doc = orjson.loads((Path(__file__).parent / "data/examples/v0.3/solo.ocp.json").read_bytes())
+    doc["run"].update(title="solo, once more", ended_at="2026-09-24T11:00:00-07:00")
+    (tmp / "more.json").write_bytes(orjson.dumps(doc))
+    oa.ingest(tmp / "more.json", ds)
+
+
+def _stores(ds: Path) -> dict[str, list[str]]:
+    """Each store folder's files (the lock file aside)."""
+    root = ds / "decisions"
+    return {
+        d.name: sorted(
+            str(f.relative_to(d)) for f in d.rglob("*") if f.is_file() and f.name != ".lock"
+        )
+        for d in sorted(root.iterdir())
+    }
+
+
+def test_vacuum_deletes_the_stores_no_refresh_wrote_since_and_keeps_the_others(
+    ds: Path, tmp_path: Path
+) -> None:
+    from ocp_analytics.api.stored import observing
+
+    oa.refresh(ds, ["tests"], as_of=AS_OF)
+    between = datetime.now(UTC)
+    assert oa.vacuum(ds, older_than="0s").stores_deleted == 0  # at the newest commit: kept
+    _one_more_commit(ds, tmp_path)
+    oa.refresh(ds, ["tests+review"], as_of=AS_OF)  # the recorded rule's store follows too
+    before = _stores(ds)
+    assert len(before) == 3 and all(before.values())  # recorded, tests, tests+review
+    want = oa.rates(ds, RULES, as_of=AS_OF, use_decisions=False)
+    summary = oa.vacuum(ds, older_than=between)
+    assert summary.stores_deleted == 1 and summary.store_bytes_freed > 0
+    assert "decisions stores no refresh wrote since then: 1 store deleted" in str(summary)
+    after = _stores(ds)
+    assert sum(bool(files) for files in after.values()) == 2
+    assert all(files == before[n] for n, files in after.items() if files)
+    with observing() as seen:
+        got = oa.rates(ds, RULES, as_of=AS_OF)
+    assert seen[0].from_raw == ("tests",)  # read from raw, the same figures
+    assert got.equals(want)
+    assert oa.vacuum(ds, older_than=between).stores_deleted == 0  # nothing left to delete
+    oa.refresh(ds, RULES, as_of=AS_OF)  # built again
+    assert all(_stores(ds).values())
+
+
+def test_vacuum_keeps_the_stores_when_told_or_while_a_refresh_holds_one(
+    ds: Path, tmp_path: Path
+) -> None:
+    from ocp_analytics.store.dataset import locked
+    from ocp_analytics.store.decisions import DecisionStore
+    from ocp_analytics.store.storage import store
+
+    oa.refresh(ds, RULES, as_of=AS_OF)
+    _one_more_commit(ds, tmp_path)
+    before = _stores(ds)
+    assert oa.vacuum(ds, older_than="0s", keep_decisions=True).stores_deleted == 0
+    name = sorted(before)[0]
+    with locked(DecisionStore(store(str(ds)), name).root):  # as a refresh writing it does
+        assert oa.vacuum(ds, older_than="0s").stores_deleted == 2
+    assert _stores(ds) == {n: (files if n == name else []) for n, files in before.items()}
+    result = runner.invoke(app, ["vacuum", str(ds), "--older-than", "0s", "--keep-decisions"])
+    assert result.exit_code == 0 and "decisions stores" not in result.output
+    result = runner.invoke(app, ["vacuum", str(ds), "--older-than", "0s"])
+    assert result.exit_code == 0, result.output
+    assert "1 store deleted" in result.output
+
+
+def test_a_store_left_without_its_newest_record_is_deleted_and_built_again(ds: Path) -> None:
+    """An eviction killed after the newest record went: the files left are no store."""
+    oa.refresh(ds, ["tests"], as_of=AS_OF)
+    want = oa.rates(ds, ["tests"], as_of=AS_OF, use_decisions=False)
+    for record in (ds / "decisions").glob("*/_generations/*.json"):
+        record.unlink()
+    assert oa.rates(ds, ["tests"], as_of=AS_OF).equals(want)  # no record: from raw
+    assert oa.vacuum(ds, older_than="30d").stores_deleted == 2  # the files left, however new
+    assert not any(_stores(ds).values())
+    oa.refresh(ds, ["tests"], as_of=AS_OF)
+    assert oa.rates(ds, ["tests"], as_of=AS_OF).equals(want)

@@ -39,6 +39,18 @@ def dying(real):
 if sys.argv[1] == "compact":
     M.write_parquet_atomic = dying(M.write_parquet_atomic)
     oa.compact(sys.argv[2])
+elif sys.argv[1].startswith("evict"):  # dies at the Nth file of a decisions store deleted
+    real, n = Store.delete, int(sys.argv[1][5:])
+
+    def delete(self):
+        if "/decisions/" in str(self):
+            calls.append(1)
+            if len(calls) == n:
+                os.kill(os.getpid(), signal.SIGKILL)
+        return real(self)
+
+    Store.delete = delete
+    oa.vacuum(sys.argv[2], older_than="0s")
 else:
     Store.delete = dying(Store.delete)
     oa.vacuum(sys.argv[2], older_than="0s")
@@ -96,3 +108,17 @@ def test_sigkill_mid_vacuum_then_rerun_completes(ds: Path) -> None:
     assert (summary.deleted, summary.oldest_snapshot) == (len(left), 5)
     assert not replaced & _on_disk(ds)
     assert _rates(ds).equals(before) and verify(ds) == []
+
+
+@pytest.mark.parametrize("at", [1, 2, 5])
+def test_sigkill_mid_eviction_of_decisions_stores_then_rerun_completes(ds: Path, at: int) -> None:
+    """Killed as the first store's newest record, one of its files, a later store's goes."""
+    oa.refresh(ds, ["tests", "tests+review"], as_of=AS_OF)
+    before = _rates(ds)
+    oa.compact(ds)  # a commit the stores have not followed
+    _killed(f"evict{at}", ds)
+    assert _rates(ds).equals(before) and verify(ds) == []
+    summary = oa.vacuum(ds, older_than="0s")
+    assert 1 <= summary.stores_deleted <= 3
+    assert not [p for p in (ds / "decisions").rglob("*") if p.is_file() and p.name != ".lock"]
+    assert _rates(ds).equals(before)

@@ -244,6 +244,13 @@ def vacuum(
             help="Keep every snapshot from this age (30d, 12h, 2w, 0s) or instant on.",
         ),
     ],
+    keep_decisions: Annotated[
+        bool,
+        typer.Option(
+            "--keep-decisions",
+            help="Keep the decisions stores no refresh wrote since --older-than too.",
+        ),
+    ] = False,
     quiet: QuietOpt = False,
 ) -> None:
     """Delete the parts that no snapshot newer than --older-than reads.
@@ -257,6 +264,10 @@ def vacuum(
     snapshots it makes unreadable are recorded first, and a rerun deletes
     what was left. Prints the parts deleted and the bytes freed.
 
+    The decisions stores (see refresh) no refresh has written since
+    --older-than are deleted too, unless --keep-decisions: their rules are
+    decided from raw until the next refresh builds them again.
+
     \b
     Examples:
       ocp-analytics vacuum runs.dataset --older-than 30d
@@ -265,7 +276,9 @@ def vacuum(
     """
     from ocp_analytics.store.maintenance import vacuum as run
 
-    typer.echo(str(run(dataset, older_than=older_than, progress=_progress(quiet, "vacuum"))))
+    progress = _progress(quiet, "vacuum")
+    summary = run(dataset, older_than=older_than, progress=progress, keep_decisions=keep_decisions)
+    typer.echo(str(summary))
 
 
 _SIZES = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20}

@@ -39,7 +39,7 @@ from ocp_analytics.exceptions import DatasetError, hint
 from ocp_analytics.store.dataset import locked, write_parquet_atomic
 from ocp_analytics.store.storage import Store
 
-__all__ = ["DECISIONS", "DECISIONS_SCHEMA", "DecisionStore", "Generation"]
+__all__ = ["DECISIONS", "DECISIONS_SCHEMA", "DecisionStore", "Generation", "evict_stores"]
 
 DECISIONS = "decisions"
 GENERATIONS = "_generations"
@@ -323,3 +323,74 @@ class DecisionStore:
             if name.endswith(".tmp"):
                 self.root.child(GENERATIONS, name).delete()
         return removed
+
+    # --- eviction --------------------------------------------------------------------
+
+    def evict(self) -> int:
+        """Delete the store's records, the newest last, then its files; the bytes freed.
+
+        The caller holds the store's lock. Records go oldest first, so until
+        the newest goes the store reads as its newest record says; from then
+        on it has no record (a reader decides from raw, a refresh starts
+        again from raw and removes what is left). The folder and its lock
+        file stay: a refresh starting meanwhile takes the same lock.
+        """
+        freed = 0
+        for name in self.records():
+            target = self.root.child(GENERATIONS, name)
+            freed += target.size()
+            target.delete()
+        for folder in ("parts", "ids", GENERATIONS):
+            for target in list(self.root.child(folder).files()):
+                freed += target.size()
+                target.delete()
+        return freed
+
+
+def _written_at(record: dict[str, Any] | None) -> datetime | None:
+    text = None if record is None else record.get("committed_at")
+    if not isinstance(text, str):
+        return None
+    t = datetime.fromisoformat(text)
+    return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+
+
+def evict_stores(dataset: Store, cutoff: datetime, newest: int) -> tuple[int, int]:
+    """Delete the decisions stores no refresh has written since ``cutoff``: (stores, bytes).
+
+    A store is a cache of what a full evaluation gives: one deleted is
+    decided from raw by its readers, and built again by its next refresh. A
+    store whose newest generation was written before ``cutoff`` from a
+    commit before the dataset's ``newest`` (the rules of a rule set no
+    longer refreshed: a refresh after a later commit writes a generation),
+    or with files but no readable record (left by a killed refresh or
+    eviction), is deleted (:meth:`DecisionStore.evict`); one a refresh
+    holds is left alone.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from ocp_analytics.store.storage import store
+    >>> evict_stores(store(tempfile.mkdtemp()), datetime.now(UTC), 0)
+    (0, 0)
+    """
+    count = freed = 0
+    for name in sorted(dataset.child(DECISIONS).names()):
+        st = DecisionStore(dataset, name)
+        if not st.root.is_dir():
+            continue
+        try:
+            with locked(st.root):
+                try:
+                    record = st.latest()
+                except DatasetError:  # an unreadable record: the store is unusable
+                    record = None
+                written = _written_at(record)
+                current = record is not None and record.get("dataset_seq") == newest
+                if written is not None and (written >= cutoff or current):
+                    continue
+                if size := st.evict():
+                    count, freed = count + 1, freed + size
+        except DatasetError:  # a refresh is writing it: it is being kept
+            continue
+    return count, freed

@@ -46,6 +46,7 @@ from ocp_analytics.store.commits import (
     remove_orphans,
 )
 from ocp_analytics.store.dataset import locked, open_existing, write_parquet_atomic
+from ocp_analytics.store.decisions import evict_stores
 from ocp_analytics.store.manifest import (
     PartEntry,
     record_entries,
@@ -127,6 +128,8 @@ class VacuumSummary:
     parts_before: int = 0
     parts_after: int = 0
     orphans_removed: int = 0
+    stores_deleted: int = 0  # decisions stores no refresh wrote since older_than
+    store_bytes_freed: int = 0
 
     def __str__(self) -> str:
         readable = (
@@ -142,6 +145,13 @@ class VacuumSummary:
             f"parts on disk {self.parts_before:,} -> {self.parts_after:,}: deleted "
             f"{_count(self.deleted, 'part')}, {self.bytes_freed:,} bytes freed"
             + (f", {_count(n, 'orphan')} removed" if (n := self.orphans_removed) else "")
+            + (
+                f"\ndecisions stores no refresh wrote since then: {_count(n, 'store')} deleted, "
+                f"{self.store_bytes_freed:,} bytes freed (their rules are decided from raw "
+                "until refreshed again)"
+                if (n := self.stores_deleted)
+                else ""
+            )
         )
 
 
@@ -348,6 +358,7 @@ def vacuum(
     older_than: timedelta | datetime | str,
     now: datetime | None = None,
     progress: Progress | None = None,
+    keep_decisions: bool = False,
 ) -> VacuumSummary:
     """Delete the parts that no snapshot newer than ``older_than`` reads.
 
@@ -357,6 +368,10 @@ def vacuum(
     deleted, after ``_vacuum.json`` records the oldest snapshot left
     readable; reading an older one is then refused with a line that says
     so. Parts no commit lists (left by a killed writer) are removed too.
+    So are the decisions stores no refresh has written since then, from a
+    commit before the newest (rule sets no longer refreshed: their readers
+    decide from raw, their next refresh builds them again), unless
+    ``keep_decisions`` (:func:`~ocp_analytics.store.decisions.evict_stores`).
 
     Parameters
     ----------
@@ -371,6 +386,8 @@ def vacuum(
         The instant ages count back from (default: the clock).
     progress
         Receives the bytes to delete, then the bytes deleted; silent by default.
+    keep_decisions
+        Keep every decisions store, however long ago it was refreshed.
 
     Returns
     -------
@@ -418,6 +435,9 @@ def vacuum(
             default=None,
         )
         _delete(present, sizes, progress or Silent())
+        if not keep_decisions:
+            newest = max((r["seq"] for r in records), default=0)
+            summary.stores_deleted, summary.store_bytes_freed = evict_stores(root, cutoff, newest)
     summary.deleted, summary.bytes_freed = len(present), sum(sizes)
     summary.parts_after = summary.parts_before - summary.deleted
     return summary
