@@ -76,6 +76,10 @@ def verify(
     restored or what is missing (a source gone or changed, a batch of late
     events, a compacted part). The check then runs on the repaired dataset.
 
+    The files of the decisions stores (see refresh) are checked too; a
+    damaged store is deleted by --repair (its rule is decided from raw
+    until the next refresh builds it again).
+
     \b
     Examples:
       ocp-analytics verify runs.dataset
@@ -138,6 +142,7 @@ def _document(dataset: str, checked: Checked) -> dict[str, Any]:
         "checksums": checked.checksums,
         "commit_records": checked.records,
         "parts": checked.parts,
+        "decisions_store_files": checked.store_files,
         "bytes": checked.bytes,
         "rows": checked.rows,
         "damaged": _damage_frame(checked).to_dicts(),

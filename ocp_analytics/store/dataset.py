@@ -100,11 +100,11 @@ def write_parquet_atomic(
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="zstd", **S.parquet_options(part_of))
     data = sink.getvalue()
-    _put(target, data)
+    write_encoded(target, data)
     return describe_part(table, data, part_of, f"{part_of}/{target.name}")
 
 
-def _put(target: Store, data: pa.Buffer) -> None:
+def write_encoded(target: Store, data: pa.Buffer) -> None:
     """Write a part's bytes as :meth:`~.storage.Store.write_parquet` does: rename or one PUT.
 
     Unlike :meth:`~.storage.Store.write_bytes`, a local part is not fsynced,

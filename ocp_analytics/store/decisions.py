@@ -24,6 +24,7 @@ means, and when it is final, is the engine's.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,10 +34,11 @@ from typing import Any
 import orjson
 import polars as pl
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from ocp_analytics import schemas as S
 from ocp_analytics.exceptions import DatasetError, hint
-from ocp_analytics.store.dataset import locked, write_parquet_atomic
+from ocp_analytics.store.dataset import locked, write_encoded
 from ocp_analytics.store.storage import Store
 
 __all__ = ["DECISIONS", "DECISIONS_SCHEMA", "DecisionStore", "Generation", "evict_stores"]
@@ -73,6 +75,8 @@ class Generation:
         self.parts: list[str] = []
         self.rows = 0
         self.pending: list[pl.DataFrame] = []
+        # each file written: bytes, rows and SHA-256, for ``verify`` (store_files)
+        self.files: list[dict[str, Any]] = []
 
     def add(self, rows: pl.DataFrame, pending: pl.DataFrame) -> None:
         """Write ``rows`` (DECISIONS columns) as one part; remember its ``pending`` rows.
@@ -84,9 +88,20 @@ class Generation:
             return
         rel = f"parts/{self.prefix}-{len(self.parts):05d}.parquet"
         table = rows.select(DECISIONS_SCHEMA.names).to_arrow().cast(DECISIONS_SCHEMA)
-        write_parquet_atomic(table, self.store.root.child(rel))
+        self._write(table, rel)
         self.parts.append(rel)
         self.rows += rows.height
+
+    def _write(self, table: pa.Table, rel: str) -> None:
+        """Write ``table`` at ``rel`` atomically; encoded in memory, hashed from those bytes."""
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink, compression="zstd")
+        data = sink.getvalue()
+        write_encoded(self.store.root.child(rel), data)
+        digest = hashlib.sha256(memoryview(data)).hexdigest()
+        self.files.append(
+            {"file": rel, "bytes": data.size, "rows": table.num_rows, "sha256": digest}
+        )
 
     def ids_file(self, ids: pl.Series | pl.DataFrame, kind: str) -> str | None:
         """Write ``ids`` (or pending rows) as the generation's ``kind`` file; None if empty."""
@@ -97,7 +112,7 @@ class Generation:
             table = ids.to_arrow().cast(_PENDING)
         else:
             table = pa.table({"doc_id": ids.cast(pl.Int64).to_arrow()}).cast(_IDS)
-        write_parquet_atomic(table, self.store.root.child(rel))
+        self._write(table, rel)
         return rel
 
 
@@ -184,6 +199,7 @@ class DecisionStore:
             "superseded": None if superseded is None else gen.ids_file(superseded, "superseded"),
             "pending": gen.ids_file(pending, "pending"),
         }
+        entry["files"] = gen.files  # after the ids files: every file the entry lists
         chain = [] if previous is None else list(previous["chain"])
         record = {
             "generation": gen.number,

@@ -33,8 +33,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ocp_analytics import schemas as S
+from ocp_analytics.exceptions import DatasetError
 from ocp_analytics.store.commits import commit, read_commits, table_files
 from ocp_analytics.store.dataset import create, locked, open_existing
+from ocp_analytics.store.decisions import DECISIONS, DecisionStore
 from ocp_analytics.store.manifest import PartEntry, record_entries
 from ocp_analytics.store.storage import Store
 from ocp_analytics.store.verify import Damage, check
@@ -75,6 +77,7 @@ class RepairSummary:
     dataset: str
     batches: list[BatchRepair] = field(default_factory=list)
     unplaced: list[Damage] = field(default_factory=list)
+    stores: list[str] = field(default_factory=list)  # one line per damaged decisions store
 
     @property
     def ok(self) -> bool:
@@ -83,6 +86,7 @@ class RepairSummary:
     def __str__(self) -> str:
         lines = [str(b) for b in self.batches]
         lines += [f"{d}: not repaired (no batch to ingest again)" for d in self.unplaced]
+        lines += self.stores
         restored = sum(len(b.restored) for b in self.batches)
         left = sum(len(b.damaged) - len(b.restored) for b in self.batches) + len(self.unplaced)
         lines.append(f"repaired {restored:,} part(s); {left:,} left damaged")
@@ -110,6 +114,8 @@ def repair(dataset: StoreLike, reingest: Reingest) -> RepairSummary:
     summary = RepairSummary(str(root))
     with locked(root):
         damages = check(root).damages
+        summary.stores = _drop_stores(root, [d for d in damages if d.table == DECISIONS])
+        damages = [d for d in damages if d.table != DECISIONS]
         records = {r["seq"]: r for r in read_commits(root)}
         by_seq: dict[int, list[Damage]] = {}
         for d in damages:
@@ -127,6 +133,29 @@ def repair(dataset: StoreLike, reingest: Reingest) -> RepairSummary:
             bad -= set(batch.restored)
             summary.batches.append(batch)
     return summary
+
+
+def _drop_stores(root: Store, damages: list[Damage]) -> list[str]:
+    """Delete each decisions store a damaged file belongs to; one line each.
+
+    A store is a cache of what a full evaluation gives: deleted, its rules
+    are decided from raw, and the next refresh builds it again. One a
+    refresh is writing (its lock held) is left, and said so.
+    """
+    lines = []
+    for name in sorted({d.file.split("/")[1] for d in damages}):
+        st = DecisionStore(root, name)
+        try:
+            with locked(st.root):
+                st.evict()
+        except DatasetError:
+            lines.append(f"{DECISIONS}/{name}: damaged, not deleted: a refresh is writing it")
+            continue
+        lines.append(
+            f"{DECISIONS}/{name}: damaged, deleted (its rule is decided from raw until the "
+            "next refresh builds it again)"
+        )
+    return lines
 
 
 def _unrepairable(record: dict[str, Any]) -> list[str]:

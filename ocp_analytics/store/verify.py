@@ -97,11 +97,13 @@ class Checked:
     bytes: int
     rows: int
     checksums: bool
+    store_files: int = 0  # the files of the decisions stores' newest records
 
     def __str__(self) -> str:
         what = "sizes, SHA-256, footers and rows" if self.checksums else "sizes, footers and rows"
+        stores = f" and {_count(n, 'decisions store file')}" if (n := self.store_files) else ""
         return (
-            f"{_count(self.records, 'commit record')}, {_count(self.parts, 'part')} "
+            f"{_count(self.records, 'commit record')}, {_count(self.parts, 'part')}{stores} "
             f"({self.bytes:,} bytes, {_count(self.rows, 'row')}) checked: {what}"
         )
 
@@ -166,11 +168,64 @@ def check(dataset: StoreLike, *, checksums: bool = True) -> Checked:
         if isinstance(record, dict):
             entries = [e for e in record_entries(record) if e.file not in gone]
             checks += [(e, _with(blame, "", e)) for e in entries]
+    stored, unreadable = _store_files(root)
+    damages += unreadable
+    checks += stored
     with ThreadPoolExecutor(_WORKERS) as pool:
         found = list(pool.map(lambda e: _inspect(root, e, checksums), [e for e, _ in checks]))
     damages += [_with(d, p) for (_, d), (p, _, _) in zip(checks, found, strict=True) if p]
     size, rows = sum(f[1] for f in found), sum(f[2] for f in found)
-    return Checked(damages, records, len(checks), size, rows, checksums)
+    return Checked(damages, records, len(checks) - len(stored), size, rows, checksums, len(stored))
+
+
+# --- the decisions stores --------------------------------------------------------------
+
+
+def _store_files(root: Store) -> tuple[list[tuple[PartEntry, Damage]], list[Damage]]:
+    """Every file the decisions stores' newest records list, and the records that cannot be read.
+
+    A store is read through its newest record only (``store/decisions.py``):
+    its chain's parts and ids files are checked like a dataset's parts,
+    against the bytes, rows and SHA-256 the record keeps (records written
+    before these were kept: existence, footer). A damaged store loses
+    nothing: ``verify --repair`` deletes it and the next refresh builds it.
+    """
+    from ocp_analytics.store.decisions import DECISIONS, DecisionStore
+
+    checks: list[tuple[PartEntry, Damage]] = []
+    unreadable: list[Damage] = []
+    for name in sorted(root.child(DECISIONS).names()):
+        st = DecisionStore(root, name)
+        folder = f"{DECISIONS}/{name}"
+        try:
+            record = st.latest()
+        except DatasetError:  # not JSON, or no chain: the store cannot be read
+            newest = f"{folder}/_generations/{st.records()[-1]}"
+            about = f"the decisions store of a rule{_REPAIR_STORE}"
+            unreadable.append(Damage(newest, f"not a readable record ({about})", DECISIONS))
+            continue
+        if record is None:
+            continue
+        rule: Any = record.get("rule")
+        label = rule.get("name", "recorded") if isinstance(rule, dict) else "?"
+        about = f"the decisions store of rule {label!r}{_REPAIR_STORE}"
+        for entry in record["chain"]:
+            known = {f.get("file"): f for f in entry.get("files") or [] if isinstance(f, dict)}
+            listed = [*entry.get("parts", []), entry.get("superseded"), entry.get("pending")]
+            for rel in (f for f in listed if isinstance(f, str)):
+                said = known.get(rel, {})
+                part = PartEntry(
+                    f"{folder}/{rel}",
+                    DECISIONS,
+                    said.get("bytes"),
+                    said.get("rows"),
+                    said.get("sha256"),
+                )
+                checks.append((part, Damage(part.file, about, DECISIONS)))
+    return checks, unreadable
+
+
+_REPAIR_STORE = ": `verify --repair` deletes it, the next refresh builds it again"
 
 
 def _vacuumed(root: Store, records: list[Any]) -> set[str]:
@@ -332,6 +387,8 @@ def _blame(record: Any, file: str, name: str) -> Damage:
 
 def _with(damage: Damage, problem: str, entry: PartEntry | None = None) -> Damage:
     file, table = (entry.file, entry.table) if entry else (damage.file, damage.table)
+    if damage.problem and problem:  # a decisions store's file: what it is, after the problem
+        problem = f"{problem} ({damage.problem})"
     return Damage(file, problem, table, damage.seq, damage.batch_id, damage.sources)
 
 
