@@ -42,7 +42,7 @@ import orjson
 import polars as pl
 
 from ocp_analytics import schemas as S
-from ocp_analytics.ingestion.chunks import read_chunks
+from ocp_analytics.ingestion.chunks import Chunk, Chunker
 from ocp_analytics.ingestion.quarantine import QuarantineRow, quarantine_frame, quarantine_problems
 from ocp_analytics.ingestion.read import ReadProblem
 from ocp_analytics.ingestion.sanitize import parse_json
@@ -293,41 +293,64 @@ def _conflict_entries(conflicts: pl.DataFrame) -> list[QuarantineRow]:
     return out
 
 
-def _ingest_source(source: Source, summary: EventSourceSummary, batch: _EventBatch) -> Counter[str]:
+def _ingest_chunk(
+    chunk: Chunk, batch: _EventBatch, parts: dict[str, EventSourceSummary]
+) -> Counter[str]:
+    """Classify and hold one chunk's records (of one source or several); count them per source.
+
+    Consecutive sources share chunks (:class:`~ocp_analytics.ingestion.chunks.Chunker`):
+    a feed of one event per file pays a chunk's fixed cost once per chunk,
+    not once per file. Each row keeps its own source's path, and the
+    counts of :class:`EventSourceSummary` are added to its source's.
+    """
+    meta, cut = chunk
     codes: Counter[str] = Counter()
-    problems: list[ReadProblem] = []
-    for meta, cut in read_chunks(source, CHUNK_RECORDS, problems):
-        summary.records += len(meta.texts)
-        rows, bad = _chunk_rows(meta, cut)
-        if rows:
-            frame = (
-                pl.DataFrame(rows, schema=_ROW_SCHEMA)
-                .with_columns(
-                    parse_timestamp(pl.col("observed_at_raw")).alias("observed_at"),
-                    pl.lit(batch.batch_id).alias("batch_id"),
-                    pl.lit(source.path).alias("source_path"),
-                )
-                .select(*_EVENT_SCHEMA.names(), "_pos")
-                .cast(dict(_EVENT_SCHEMA))  # type: ignore[arg-type]
+    rows, bad = _chunk_rows(meta, cut)
+    if rows:
+        frame = (
+            pl.DataFrame(rows, schema=_ROW_SCHEMA)
+            .with_columns(
+                parse_timestamp(pl.col("observed_at_raw")).alias("observed_at"),
+                pl.lit(batch.batch_id).alias("batch_id"),
+                meta.source_paths([r["_pos"] for r in rows]),
             )
-            new, conflicts = _classify(frame, batch)
-            bad += _conflict_entries(conflicts)
-            batch.add("events", new)
-            summary.events_new += new.height
-            summary.no_time += new["observed_at"].null_count()
-            summary.events_unchanged += frame.height - new.height - conflicts.height
-        if bad:
-            q = quarantine_frame(sorted(bad), meta, batch.batch_id)
-            batch.add("quarantine", q)
-            summary.quarantined += q.height
-            codes.update(q["code"].to_list())
-    if problems:
-        q = quarantine_problems(problems, source, batch.batch_id)
+            .select(*_EVENT_SCHEMA.names(), "_pos")
+            .cast(dict(_EVENT_SCHEMA))  # type: ignore[arg-type]
+        )
+        new, conflicts = _classify(frame, batch)
+        bad += _conflict_entries(conflicts)
+        batch.add("events", new)
+        read, held, clash = (f.group_by("source_path").len() for f in (frame, new, conflicts))
+        for path, n in read.iter_rows():
+            parts[path].events_unchanged += n
+        for path, n in held.iter_rows():
+            parts[path].events_new += n
+            parts[path].events_unchanged -= n
+        for path, n in clash.iter_rows():  # quarantined below, with the chunk's other rows
+            parts[path].events_unchanged -= n
+        untimed = new.filter(pl.col("observed_at").is_null()).group_by("source_path").len()
+        for path, n in untimed.iter_rows():
+            parts[path].no_time += n
+    if bad:
+        q = quarantine_frame(sorted(bad), meta, batch.batch_id)
         batch.add("quarantine", q)
-        summary.records += q.height
-        summary.quarantined += q.height
+        for path, n in q.group_by("source_path").len().iter_rows():
+            parts[path].quarantined += n
         codes.update(q["code"].to_list())
     return codes
+
+
+def _read_problems(
+    source: Source, problems: list[ReadProblem], part: EventSourceSummary, batch: _EventBatch
+) -> Counter[str]:
+    """Quarantine what of ``source`` is no record text (a cut stream, an empty file...)."""
+    if not problems:
+        return Counter()
+    q = quarantine_problems(problems, source, batch.batch_id)
+    batch.add("quarantine", q)
+    part.records += q.height
+    part.quarantined += q.height
+    return Counter(q["code"].to_list())
 
 
 def ingest_events(
@@ -378,6 +401,8 @@ def ingest_events(
         done = {(s["resolved"], s["sha256"]) for r in records for s in r.get("event_sources", [])}
         seq = max((r["seq"] for r in records), default=0) + 1
         batch = _EventBatch(root, seq, _stored(root, records))
+        chunker, parts = Chunker(CHUNK_RECORDS), {}
+        codes = summary.quarantine_by_code
         try:
             for source in found:
                 part = EventSourceSummary(source.path, source.size, source.sha256, source.resolved)
@@ -385,8 +410,15 @@ def ingest_events(
                 if (source.resolved, source.sha256) in done:
                     part.skipped = True
                     continue
-                summary.quarantine_by_code.update(_ingest_source(source, part, batch))
+                parts[source.path] = part
+                problems: list[ReadProblem] = []
+                for chunk in chunker.read(source, problems):
+                    codes.update(_ingest_chunk(chunk, batch, parts))
+                part.records += chunker.added
+                codes.update(_read_problems(source, problems, part, batch))
                 done.add((source.resolved, source.sha256))
+            if len(chunker):
+                codes.update(_ingest_chunk(chunker.take(), batch, parts))
             ingested = [s for s in summary.sources if not s.skipped]
             if ingested:
                 batch.commit_events(ingested)
