@@ -260,6 +260,18 @@ def windowed(
     return out
 
 
+def names_held(
+    dataset: DatasetLike, since: datetime | None, until: datetime | None
+) -> set[tuple[str, str]] | None:
+    """Every (kind, name) of a verdict or score the parts a window reads hold; None: not known.
+
+    Read from the manifest (:meth:`~ocp_analytics.store.dataset.Dataset.signal_names`),
+    for :meth:`~ocp_analytics.engine.known.KnownNames.rule_out`.
+    """
+    ds = scan_at(dataset)
+    return ds.within(since, until).signal_names() if isinstance(ds, Dataset) else None
+
+
 def selected(
     parts: Iterable[Tables],
     since: datetime | None,
@@ -332,6 +344,9 @@ def run(
     wanted = list(dict.fromkeys(c for s in sinks for c in s.columns))
     coded = bool(sinks) and all(getattr(s, "coded", False) for s in sinks)
     closes = WINDOW_CLOSES in wanted  # a sink asks when open windows close
+    dataset = scan_at(dataset)  # scanned once: the names it holds, then its slices
+    if known is not None:
+        known.rule_out(names_held(dataset, since, until))
     parts = list(slices(dataset, slice_runs, since=since, until=until))
     # Leaving the pool waits for a hand-over still running, also when the
     # loop raises (that error wins; the hand-over's, if any, stays unread).

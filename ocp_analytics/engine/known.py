@@ -53,11 +53,38 @@ class KnownNames:
     def __init__(self, rules: Sequence[Rule]) -> None:
         self.wanted = named(rules)
         self.seen: set[tuple[str, str]] = set()
+        # the names no part read holds (rule_out): known to be missing without reading
+        self.absent: set[tuple[str, str]] = set()
+        self.held: set[tuple[str, str]] = set()
+
+    def rule_out(self, held: set[tuple[str, str]] | None) -> None:
+        """Take every (kind, name) the parts to be read hold (``None``: not known).
+
+        The dataset's manifest lists the verdict and score names of each
+        ``signals`` part (``store/manifest.py``); a name none holds is
+        carried by no run, so no slice need be read to find that out.
+
+        Examples
+        --------
+        >>> k = KnownNames([Rule.parse("tests+reveiw")])
+        >>> k.rule_out({("verdict", "tests"), ("verdict", "review")})
+        >>> k.add(pl.LazyFrame({"kind": ["verdict"], "name": ["tests"]}))
+        >>> k.done, k.messages()
+        (True, ["rule 'tests+reveiw' names a verdict 'reveiw' that no run carries; did you mean 'review'?"])
+        """  # noqa: E501
+        if held is not None:
+            self.held = held
+            self.absent = {k for k in self.wanted if k not in held}
 
     @property
     def done(self) -> bool:
-        """Every name the rules mention was seen: later slices need not be read."""
-        return all(k in self.seen for k in self.wanted)
+        """Every name the rules mention was seen or ruled out: later slices need not be read.
+
+        A name ruled out is reported once a slice with some verdict or score
+        was read (a selection with none says nothing: see :meth:`messages`).
+        """
+        found = all(k in self.seen or k in self.absent for k in self.wanted)
+        return found and (bool(self.seen) or not self.absent)
 
     def add(self, signals: pl.LazyFrame) -> None:
         """Take one slice's signals (``kind``, ``name``), unless every name was seen."""
@@ -79,7 +106,7 @@ class KnownNames:
         """
         if not self.seen:
             return []
-        known = sorted({n for _, n in self.seen})
+        known = sorted({n for _, n in self.seen | self.held})
         out = []
         for (kind, name), rules in self.wanted.items():
             if (kind, name) in self.seen:

@@ -51,7 +51,7 @@ from ocp_analytics.store.commits import (
 from ocp_analytics.store.commits import STAGING as STAGING
 from ocp_analytics.store.commits import record_names as record_names
 from ocp_analytics.store.commits import remove_orphans as remove_orphans
-from ocp_analytics.store.manifest import PartEntry, describe_part
+from ocp_analytics.store.manifest import PartEntry, describe_part, tables_entries
 from ocp_analytics.store.prune import WINDOWED, PartChoice, choose_parts, parts_meeting
 from ocp_analytics.store.storage import Store, store
 
@@ -295,6 +295,34 @@ class Dataset:
             self._memo["superseded"] = old.collect()
         found: pl.DataFrame = self._memo["superseded"]
         return found
+
+    def signal_names(self) -> set[tuple[str, str]] | None:
+        """Every (kind, name) of a verdict or score in the ``signals`` parts read; None: unknown.
+
+        From the manifest (:func:`~ocp_analytics.store.manifest.signal_names`):
+        ``None`` when a part's entry lists no names (written before entries
+        did, or holding too many), or for tables built by hand.
+
+        Examples
+        --------
+        >>> import ocp_analytics as oa, tempfile
+        >>> out = tempfile.mkdtemp() + "/ds"
+        >>> _ = oa.ingest("tests/data/examples/v0.3/solo.ocp.json", out)
+        >>> sorted(oa.scan_dataset(out).signal_names())[:2]
+        [('score', 'runtime_s'), ('verdict', 'tests')]
+        """
+        if self.records is None or self.parts is None:
+            return None
+        live = self.parts.entries or tables_entries(self.records)
+        read = set(self.parts.files.get("signals", []))
+        held: set[tuple[str, str]] = set()
+        for entry in live.get("signals", []):
+            if entry.file not in read:
+                continue
+            if entry.names is None:
+                return None
+            held.update(tuple(n.split(":", 1)) for n in entry.names)  # type: ignore[misc]
+        return held
 
     def within(self, since: datetime | None, until: datetime | None) -> Dataset:
         """The dataset as a read of the runs in ``[since, until)`` needs it, parts pruned.

@@ -78,6 +78,8 @@ class PartEntry:
     sha256: str | None = None
     doc_id: Span | None = None
     time: TimeSpan | None = None
+    # signals parts: each distinct "kind:name" of their verdicts and scores (None: unknown)
+    names: tuple[str, ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The entry as a commit record holds it (unknown fields left out)."""
@@ -89,6 +91,8 @@ class PartEntry:
             out["doc_id"] = list(self.doc_id)
         if self.time is not None:
             out["time"] = [_instant_text(t) for t in self.time]
+        if self.names is not None:
+            out["names"] = list(self.names)
         return out
 
     @classmethod
@@ -109,7 +113,13 @@ class PartEntry:
         for key, span in (("doc_id", doc_id), ("time", time)):
             if span and span[0] > span[1]:
                 raise ValueError(f"{file}: {key!r} has its low end above its high end")
-        return cls(file, table, size, rows, sha, doc_id, time)  # type: ignore[arg-type]
+        names = value.get("names")
+        if names is not None and not (
+            isinstance(names, list) and all(isinstance(n, str) for n in names)
+        ):
+            raise ValueError(f"{file}: 'names' is not a list of texts")
+        held = None if names is None else tuple(names)
+        return cls(file, table, size, rows, sha, doc_id, time, held)  # type: ignore[arg-type]
 
     def may_hold_doc_ids(self, lo: int, hi: int) -> bool:
         """Whether the part may hold a row with ``lo <= doc_id <= hi`` (unknown: True).
@@ -171,9 +181,37 @@ def describe_part(
         column = pc.coalesce(*(table[c] for c in TIME_COLUMNS[name]))
         time = _as_instants(_min_max(column.cast(pa.int64())))
     view = memoryview(data)
-    return PartEntry(
-        file, name, view.nbytes, table.num_rows, hashlib.sha256(view).hexdigest(), doc_id, time
-    )
+    sha = hashlib.sha256(view).hexdigest()
+    held = signal_names(table) if name == "signals" else None
+    return PartEntry(file, name, view.nbytes, table.num_rows, sha, doc_id, time, held)
+
+
+#: Past this many distinct names a signals part's entry lists none (readers then read them).
+MAX_NAMES = 512
+_NAMED_KINDS = ("verdict", "score")
+
+
+def signal_names(table: pa.Table) -> tuple[str, ...] | None:
+    """Each distinct ``kind:name`` of the verdicts and scores of a ``signals`` part, sorted.
+
+    What a reader needs to know that no run of the part carries a name a
+    rule mentions without reading the part (``engine.known``); ``None`` when
+    there are more than :data:`MAX_NAMES`.
+
+    Examples
+    --------
+    >>> t = pa.table({"kind": ["verdict", "score", "event", "verdict"],
+    ...               "name": ["tests", "runtime_s", "revert", "tests"]})
+    >>> signal_names(t)
+    ('score:runtime_s', 'verdict:tests')
+    """
+    if "kind" not in table.column_names or "name" not in table.column_names:
+        return None
+    kind, name = (table[c].cast(pa.string()) for c in ("kind", "name"))
+    named = pc.and_(pc.is_in(kind, pa.array(_NAMED_KINDS)), pc.is_valid(name))
+    text = pc.binary_join_element_wise(kind.filter(named), name.filter(named), ":")
+    distinct = pc.unique(text).to_pylist()
+    return None if len(distinct) > MAX_NAMES else tuple(sorted(distinct))
 
 
 def record_entries(record: Mapping[str, Any]) -> list[PartEntry]:
