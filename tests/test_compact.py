@@ -3,6 +3,7 @@ vacuum frees what only old snapshots read and refuses those snapshots with one l
 
 from __future__ import annotations
 
+import importlib
 import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -233,3 +234,27 @@ def test_a_store_left_without_its_newest_record_is_deleted_and_built_again(ds: P
     assert not any(_stores(ds).values())
     oa.refresh(ds, ["tests"], as_of=AS_OF)
     assert oa.rates(ds, ["tests"], as_of=AS_OF).equals(want)
+
+
+def test_a_vacuum_during_a_refresh_leaves_its_stores_alone(
+    ds: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A refresh holds its stores' locks from before it reads their records to its commit."""
+    from ocp_analytics.store.decisions import evict_stores
+    from ocp_analytics.store.storage import store
+
+    refresh_module = importlib.import_module("ocp_analytics.api.refresh")
+    oa.refresh(ds, RULES, as_of=AS_OF)
+    _one_more_commit(ds, tmp_path)
+    real, evicted = refresh_module._plans, []
+
+    def planning(*args: object, **kwargs: object) -> object:
+        evicted.append(evict_stores(store(str(ds)), datetime.now(UTC) + timedelta(days=1), -1))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(refresh_module, "_plans", planning)
+    summary = oa.refresh(ds, RULES, as_of=AS_OF)
+    assert evicted == [(0, 0)] and summary.reused > 0
+    assert verify(ds) == []
+    want = oa.rates(ds, RULES, as_of=AS_OF, use_decisions=False)
+    assert oa.rates(ds, RULES, as_of=AS_OF).equals(want)

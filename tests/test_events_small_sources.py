@@ -8,6 +8,7 @@ column) and each source's counts must be the same.
 from __future__ import annotations
 
 import gzip
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -116,3 +117,15 @@ def test_a_folder_of_one_event_files_is_one_batch(tmp_path: Path) -> None:
     paths = events.select(pl.col("source_path").str.extract(r"(ev-\d+)\.json$"), "event_id")
     assert paths.filter(pl.col("source_path") != pl.col("event_id")).height == 0
     shutil.rmtree(src)
+
+
+def test_two_files_shown_by_the_same_path_keep_their_own_counts(tmp_path: Path) -> None:
+    """A name with a byte that is not UTF-8 and one spelling that byte out read alike."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a\\xe9.ndjson").write_bytes(_line(_event(1)) + _line(_event(2)))
+    with open(os.path.join(bytes(src), b"a\xe9.ndjson"), "wb") as f:
+        f.write(_line(_event(3)))
+    summary = oa.ingest_events(src, tmp_path / "ds")
+    assert summary.reconciles
+    assert sorted((s.records, s.events_new) for s in summary.sources) == [(1, 1), (2, 2)]

@@ -119,7 +119,7 @@ def test_a_read_failing_on_a_damaged_store_part_names_it_in_one_line(
     result = runner.invoke(app, args)
     assert result.exit_code == 1 and "Traceback" not in result.output
     [line] = [ln for ln in result.output.splitlines() if ln.startswith("error:")]
-    assert f"damaged part {_rel(ds, part)}: " in line
+    assert f"damaged decisions store file {_rel(ds, part)}: " in line
     assert line.endswith(f"Hint: run `ocp-analytics verify {ds}`.")
     raw = runner.invoke(app, [*args, "--no-decisions"])  # the dataset itself is whole
     assert raw.exit_code == 0, raw.output
@@ -161,3 +161,54 @@ def test_older_store_records_are_checked_for_what_they_allow(ds: Path) -> None:
     [found] = verify(ds)
     assert found.file == _rel(ds, part) and found.problem.startswith("unreadable Parquet footer")
     assert pl.read_parquet(_part(ds, "recorded")).height == 7
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda r: r.update(chain=[None]),
+        lambda r: r["chain"][0].update(parts=None),
+        lambda r: r["chain"][0].update(files=[{"file": ["not", "a", "name"]}]),
+        lambda r: r["chain"][0].update(files=[{"file": r["chain"][0]["parts"][0], "bytes": "x"}]),
+    ],
+)
+def test_a_store_record_of_odd_shapes_is_named_not_a_crash(
+    ds: Path, edit: Callable[[dict[str, Any]], None]
+) -> None:
+    path = next((_store(ds, "tests") / "_generations").glob("*.json"))
+    record = orjson.loads(path.read_bytes())
+    edit(record)
+    path.write_bytes(orjson.dumps(record))
+    found = verify(ds)  # never raises; a file it can still place is checked for what it can
+    assert all(d.table == "decisions" for d in found)
+
+
+def test_a_generations_entry_that_is_a_folder_is_named(ds: Path) -> None:
+    (_store(ds, "tests") / "_generations" / "00000009.json").mkdir()
+    [found] = verify(ds)
+    assert found.file.endswith("_generations/00000009.json")
+    assert found.problem.startswith("not a readable record")
+
+
+def test_the_datasets_own_damage_is_named_before_a_stores(ds: Path) -> None:
+    from ocp_analytics.store.verify import damaged_parts
+
+    _truncate(next((_store(ds, "tests") / "_generations").glob("*.json")))
+    runs = next((ds / "runs").glob("*.parquet"))
+    _truncate(runs)
+    found = verify(ds)
+    assert [d.table for d in found] == ["runs", "decisions"]
+    with pytest.raises(oa.DatasetError, match=f"damaged part {_rel(ds, runs)}"), damaged_parts(ds):
+        oa.scan_dataset(ds).runs.collect()
+
+
+def test_an_error_no_store_read_explains_is_not_blamed_on_a_store(ds: Path) -> None:
+    from polars.exceptions import ColumnNotFoundError, ComputeError
+
+    from ocp_analytics.store.verify import damaged_parts
+
+    _truncate(_part(ds, "tests"))
+    with pytest.raises(ComputeError, match="a query's own mistake"), damaged_parts(ds):
+        raise ComputeError("a query's own mistake")
+    with pytest.raises(ColumnNotFoundError), damaged_parts(ds):
+        oa.scan_dataset(ds).runs.select("no_such_column").collect()

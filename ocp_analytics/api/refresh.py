@@ -388,10 +388,13 @@ def refresh(
     """
     when = resolve_as_of(as_of)
     ds = _open(dataset)
-    plans = _plans(ds, _targets(rules, recorded), when)
+    targets = _targets(rules, recorded)
     with contextlib.ExitStack() as stack:
-        for plan in plans:
-            stack.enter_context(plan.store.writing())
+        # every store locked before its record is read: a vacuum deleting a store (it
+        # takes the same lock) cannot do so between this plan and its generation
+        for target in targets:
+            stack.enter_context(DecisionStore(ds.path, fingerprint(target)).writing())
+        plans = _plans(ds, targets, when)
         gens = {p.label: p.store.start() for p in plans}
         raw = [p for p in plans if p.record is None]
         _from_raw(ds, raw, when, {p.label: gens[p.label] for p in raw}, slice_runs)

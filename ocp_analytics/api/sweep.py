@@ -226,7 +226,11 @@ def curves(
     known = KnownNames(list(rules)) if names else None
     ds = scan_at(dataset, snapshot)
     if decisions and all(reasons_tell_rest(r) for r in rules):
-        found = _from_rules(ds, list(rules), replace(scope, names=names), keys, carry)
+        # the loop warns of the names itself (at the caller of curves' caller)
+        known = None
+        found = _from_rules(
+            ds, list(rules), replace(scope, names=names), keys, carry, stacklevel + 2
+        )
     else:
         found = collect_sweep_rows(
             ds,
@@ -303,6 +307,7 @@ def _from_rules(
     scope: _Scope,
     keys: Sequence[str],
     carry: Callable[[pl.Schema], Sequence[pl.Expr]],
+    stacklevel: int,
 ) -> list[pl.DataFrame]:
     """:func:`collect_sweep_rows` from the rules' own rows (their stores', else decided).
 
@@ -334,5 +339,5 @@ def _from_rules(
         return [*carry(schema), pl.col("doc_id").alias(_DOC)]
 
     with observing():
-        scope.run(ds, [sink], carry_all)
+        scope.run(ds, [sink], carry_all, stacklevel=stacklevel)
     return [pl.concat(f) if f else pl.DataFrame() for f in sink.frames]

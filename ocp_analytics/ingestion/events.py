@@ -401,7 +401,7 @@ def ingest_events(
         done = {(s["resolved"], s["sha256"]) for r in records for s in r.get("event_sources", [])}
         seq = max((r["seq"] for r in records), default=0) + 1
         batch = _EventBatch(root, seq, _stored(root, records))
-        chunker, parts = Chunker(CHUNK_RECORDS), {}
+        chunker, parts = Chunker(CHUNK_RECORDS), dict[str, EventSourceSummary]()
         codes = summary.quarantine_by_code
         try:
             for source in found:
@@ -410,6 +410,8 @@ def ingest_events(
                 if (source.resolved, source.sha256) in done:
                     part.skipped = True
                     continue
+                if chunker.holds(source.path):  # an earlier source shown by the same path
+                    codes.update(_ingest_chunk(chunker.take(), batch, parts))
                 parts[source.path] = part
                 problems: list[ReadProblem] = []
                 for chunk in chunker.read(source, problems):

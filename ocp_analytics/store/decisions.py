@@ -367,7 +367,10 @@ def _written_at(record: dict[str, Any] | None) -> datetime | None:
     text = None if record is None else record.get("committed_at")
     if not isinstance(text, str):
         return None
-    t = datetime.fromisoformat(text)
+    try:
+        t = datetime.fromisoformat(text)
+    except ValueError:  # not a time: the record is not one a refresh wrote
+        return None
     return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
 
 

@@ -34,6 +34,7 @@ from ocp_analytics import schemas as S
 from ocp_analytics.exceptions import DatasetError, OcpAnalyticsError
 from ocp_analytics.store.commits import BATCHES, oldest_readable, record_names
 from ocp_analytics.store.dataset import open_existing
+from ocp_analytics.store.decisions import DECISIONS, DecisionStore
 from ocp_analytics.store.maintenance import files_read_from
 from ocp_analytics.store.manifest import PartEntry, record_entries
 from ocp_analytics.store.storage import Store, store
@@ -169,11 +170,13 @@ def check(dataset: StoreLike, *, checksums: bool = True) -> Checked:
             entries = [e for e in record_entries(record) if e.file not in gone]
             checks += [(e, _with(blame, "", e)) for e in entries]
     stored, unreadable = _store_files(root)
-    damages += unreadable
     checks += stored
     with ThreadPoolExecutor(_WORKERS) as pool:
         found = list(pool.map(lambda e: _inspect(root, e, checksums), [e for e, _ in checks]))
     damages += [_with(d, p) for (_, d), (p, _, _) in zip(checks, found, strict=True) if p]
+    # the dataset's own damage first, the stores' after (readers name the first)
+    own = [d for d in damages if d.table != DECISIONS]
+    damages = own + unreadable + [d for d in damages if d.table == DECISIONS]
     size, rows = sum(f[1] for f in found), sum(f[2] for f in found)
     return Checked(damages, records, len(checks) - len(stored), size, rows, checksums, len(stored))
 
@@ -190,39 +193,49 @@ def _store_files(root: Store) -> tuple[list[tuple[PartEntry, Damage]], list[Dama
     before these were kept: existence, footer). A damaged store loses
     nothing: ``verify --repair`` deletes it and the next refresh builds it.
     """
-    from ocp_analytics.store.decisions import DECISIONS, DecisionStore
-
     checks: list[tuple[PartEntry, Damage]] = []
     unreadable: list[Damage] = []
     for name in sorted(root.child(DECISIONS).names()):
         st = DecisionStore(root, name)
         folder = f"{DECISIONS}/{name}"
+        if not st.root.is_dir():
+            continue
         try:
             record = st.latest()
-        except DatasetError:  # not JSON, or no chain: the store cannot be read
-            newest = f"{folder}/_generations/{st.records()[-1]}"
+            found = [] if record is None else _store_entries(record, folder)
+        except (DatasetError, OSError, ValueError, TypeError, AttributeError, KeyError):
+            # not JSON, no chain, or a chain of the wrong shapes: the store cannot be read
+            names = st.records()
+            newest = f"{folder}/_generations/{names[-1]}" if names else folder
             about = f"the decisions store of a rule{_REPAIR_STORE}"
             unreadable.append(Damage(newest, f"not a readable record ({about})", DECISIONS))
             continue
-        if record is None:
-            continue
-        rule: Any = record.get("rule")
-        label = rule.get("name", "recorded") if isinstance(rule, dict) else "?"
-        about = f"the decisions store of rule {label!r}{_REPAIR_STORE}"
-        for entry in record["chain"]:
-            known = {f.get("file"): f for f in entry.get("files") or [] if isinstance(f, dict)}
-            listed = [*entry.get("parts", []), entry.get("superseded"), entry.get("pending")]
-            for rel in (f for f in listed if isinstance(f, str)):
-                said = known.get(rel, {})
-                part = PartEntry(
-                    f"{folder}/{rel}",
-                    DECISIONS,
-                    said.get("bytes"),
-                    said.get("rows"),
-                    said.get("sha256"),
-                )
-                checks.append((part, Damage(part.file, about, DECISIONS)))
+        checks += found
     return checks, unreadable
+
+
+def _store_entries(record: dict[str, Any], folder: str) -> list[tuple[PartEntry, Damage]]:
+    """Each file a store's record lists, with what the record says of it; raises on odd shapes."""
+    rule: Any = record.get("rule")
+    label = rule.get("name", "recorded") if isinstance(rule, dict) else "?"
+    about = f"the decisions store of rule {label!r}{_REPAIR_STORE}"
+    out = []
+    for entry in record["chain"]:
+        described = [f for f in entry.get("files") or [] if isinstance(f, dict)]
+        known = {f["file"]: f for f in described if isinstance(f.get("file"), str)}
+        listed = [*(entry.get("parts") or []), entry.get("superseded"), entry.get("pending")]
+        for rel in (f for f in listed if isinstance(f, str)):
+            said = known.get(rel, {})
+            size, rows, sha = (said.get(k) for k in ("bytes", "rows", "sha256"))
+            part = PartEntry(
+                f"{folder}/{rel}",
+                DECISIONS,
+                size if isinstance(size, int) else None,
+                rows if isinstance(rows, int) else None,
+                sha if isinstance(sha, str) else None,
+            )
+            out.append((part, Damage(part.file, about, DECISIONS)))
+    return out
 
 
 _REPAIR_STORE = ": `verify --repair` deletes it, the next refresh builds it again"
@@ -541,15 +554,23 @@ def _explain(dataset: StoreLike, exc: BaseException) -> DatasetError | None:
         damages = verify(root, checksums=False) or (verify(root) if hash_all else [])
     except Exception:  # the check failed too: the read's own error is all there is to say
         root, damages = None, []
+    if not (decoding or isinstance(exc, OSError | PanicException | pa.ArrowException)):
+        # a decisions store explains only what reading its files can raise: another error
+        # (a query's own, say) is not blamed on a store it may never have read
+        damages = [d for d in damages if d.table != DECISIONS]
     where = str(root if root is not None else dataset)
     hint = f"Hint: run `ocp-analytics verify {where}`."
     if damages:
-        what = "part" if damages[0].table else "commit record"
+        table = damages[0].table
+        what = "commit record" if table is None else _WHAT.get(table, "part")
         more = f" (and {len(damages) - 1} more damaged)" if len(damages) > 1 else ""
         return DatasetError(f"{where}: damaged {what} {damages[0]}{more}. {hint}")
     if any(w in text.lower() for w in _PARQUET_WORDS):  # damage the manifest cannot place
         return DatasetError(f"{where}: a part could not be read ({text}). {hint}")
     return None
+
+
+_WHAT = {DECISIONS: "decisions store file"}
 
 
 def _duck(exc: BaseException) -> bool:
