@@ -61,7 +61,7 @@ def test_folder_with_a_commit_but_no_marker_is_refused(tmp_path: Path) -> None:
 
 
 def test_every_part_has_its_manifest_entry(tmp_path: Path) -> None:
-    """Size, rows, SHA-256 and the doc_id and run-time ranges, as the files hold them."""
+    """Size, rows, SHA-256, the doc_id and run-time ranges and signal names, as the files hold."""
     root = tmp_path / "ds"
     oa.ingest([SOLO.parent, SOLO.parents[2] / "bad" / "not_json.ndjson"], root)
     (record,) = D.read_commits(root)
@@ -84,6 +84,13 @@ def test_every_part_has_its_manifest_entry(tmp_path: Path) -> None:
         if table == "runs":
             times = frame.select(pl.coalesce("ended_at", "started_at")).to_series()
             want["time"] = [f"{t:%Y-%m-%dT%H:%M:%S.%f}Z" for t in (times.min(), times.max())]
+        if table == "signals":  # each distinct kind:name of its verdicts and scores
+            named = frame.filter(
+                pl.col("kind").is_in(["verdict", "score"]), pl.col("name").is_not_null()
+            )
+            want["names"] = sorted(
+                set(named.select(pl.format("{}:{}", "kind", "name")).to_series())
+            )
         assert entry == want
 
 

@@ -51,7 +51,7 @@ from ocp_analytics.store.commits import (
 from ocp_analytics.store.commits import STAGING as STAGING
 from ocp_analytics.store.commits import record_names as record_names
 from ocp_analytics.store.commits import remove_orphans as remove_orphans
-from ocp_analytics.store.manifest import PartEntry, describe_part, tables_entries
+from ocp_analytics.store.manifest import PartEntry, describe_part, names_held, tables_entries
 from ocp_analytics.store.prune import WINDOWED, PartChoice, choose_parts, parts_meeting
 from ocp_analytics.store.storage import Store, store
 
@@ -299,30 +299,13 @@ class Dataset:
     def signal_names(self) -> set[tuple[str, str]] | None:
         """Every (kind, name) of a verdict or score in the ``signals`` parts read; None: unknown.
 
-        From the manifest (:func:`~ocp_analytics.store.manifest.signal_names`):
-        ``None`` when a part's entry lists no names (written before entries
-        did, or holding too many), or for tables built by hand.
-
-        Examples
-        --------
-        >>> import ocp_analytics as oa, tempfile
-        >>> out = tempfile.mkdtemp() + "/ds"
-        >>> _ = oa.ingest("tests/data/examples/v0.3/solo.ocp.json", out)
-        >>> sorted(oa.scan_dataset(out).signal_names())[:2]
-        [('score', 'runtime_s'), ('verdict', 'tests')]
+        From the manifest (:func:`~ocp_analytics.store.manifest.names_held`);
+        ``None`` for tables built by hand.
         """
         if self.records is None or self.parts is None:
             return None
         live = self.parts.entries or tables_entries(self.records)
-        read = set(self.parts.files.get("signals", []))
-        held: set[tuple[str, str]] = set()
-        for entry in live.get("signals", []):
-            if entry.file not in read:
-                continue
-            if entry.names is None:
-                return None
-            held.update(tuple(n.split(":", 1)) for n in entry.names)  # type: ignore[misc]
-        return held
+        return names_held(live.get("signals", []), self.parts.files.get("signals", []))
 
     def within(self, since: datetime | None, until: datetime | None) -> Dataset:
         """The dataset as a read of the runs in ``[since, until)`` needs it, parts pruned.

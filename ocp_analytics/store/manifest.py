@@ -186,6 +186,31 @@ def describe_part(
     return PartEntry(file, name, view.nbytes, table.num_rows, sha, doc_id, time, held)
 
 
+def names_held(entries: list[PartEntry], files: list[str]) -> set[tuple[str, str]] | None:
+    """Every (kind, name) the ``signals`` parts ``files`` hold, from their ``entries``.
+
+    ``None`` when one of them lists no names (written before entries did,
+    or holding more than :data:`MAX_NAMES`).
+
+    Examples
+    --------
+    >>> e = [PartEntry("signals/a", "signals", names=("verdict:tests",)), PartEntry("signals/b", "signals")]
+    >>> names_held(e, ["signals/a"]), names_held(e, ["signals/a", "signals/b"])
+    ({('verdict', 'tests')}, None)
+    """  # noqa: E501
+    read = set(files)
+    held: set[tuple[str, str]] = set()
+    for entry in entries:
+        if entry.file not in read:
+            continue
+        if entry.names is None:
+            return None
+        for text in entry.names:
+            kind, _, name = text.partition(":")
+            held.add((kind, name))
+    return held
+
+
 #: Past this many distinct names a signals part's entry lists none (readers then read them).
 MAX_NAMES = 512
 _NAMED_KINDS = ("verdict", "score")
