@@ -85,6 +85,26 @@ def _flip_footer(path: Path) -> None:
     path.write_bytes(bytes(data))
 
 
+def damage(path: Path, kind: str, other: Path) -> str:
+    """Damage the file ``path`` as ``kind`` says; the problem ``verify`` reports.
+
+    ``replaced`` copies ``other`` over it: a valid Parquet file of the same columns.
+    """
+    size = path.stat().st_size
+    if kind == "truncated":
+        _truncate(path)
+        return f"{size // 2} bytes, the manifest says {size}"
+    if kind == "flipped":
+        _flip(path)
+        return SHA
+    if kind == "deleted":
+        path.unlink()
+        return "missing"
+    shutil.copyfile(other, path)
+    replaced = other.stat().st_size
+    return SHA if replaced == size else f"{replaced} bytes, the manifest says {size}"
+
+
 def test_a_whole_dataset_has_no_damage(whole: Path) -> None:
     assert verify(whole) == []
     assert all(len(_parts(whole, t)) == 2 for t in S.TABLES)
@@ -94,21 +114,7 @@ def test_a_whole_dataset_has_no_damage(whole: Path) -> None:
 @pytest.mark.parametrize("table", list(S.TABLES))
 def test_verify_finds_a_damaged_part(ds: Path, table: str, kind: str) -> None:
     (record, rel), (_, other) = _parts(ds, table)
-    path = ds / rel
-    size = path.stat().st_size
-    if kind == "truncated":
-        _truncate(path)
-        problem = f"{size // 2} bytes, the manifest says {size}"
-    elif kind == "flipped":
-        _flip(path)
-        problem = SHA
-    elif kind == "deleted":
-        path.unlink()
-        problem = "missing"
-    else:  # the other batch's part of the same table: a valid Parquet part
-        shutil.copyfile(ds / other, path)
-        replaced = (ds / other).stat().st_size
-        problem = SHA if replaced == size else f"{replaced} bytes, the manifest says {size}"
+    problem = damage(ds / rel, kind, ds / other)  # other: the other batch's part of the table
     found = verify(ds)
     assert found == [
         Damage(rel, problem, table, record["seq"], record["batch_id"], _sources(record))

@@ -17,11 +17,11 @@ from typer.testing import CliRunner
 import ocp_analytics as oa
 from ocp_analytics.cli import app
 from ocp_analytics.store.verify import check, verify
+from tests.test_verify import _flip, _truncate, damage
 
 EXAMPLES = Path(__file__).parent / "data" / "examples" / "v0.3"
 AS_OF = "2027-01-01T00:00:00Z"
 RULES = ["tests", "tests+review"]
-SHA = "its bytes differ from the manifest's SHA-256 (flipped or replaced)"
 runner = CliRunner()
 
 
@@ -53,17 +53,6 @@ def _part(ds: Path, rule: str) -> Path:
     return next((_store(ds, rule) / "parts").glob("*.parquet"))
 
 
-def _truncate(path: Path) -> None:
-    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
-
-
-def _flip(path: Path) -> None:
-    data = bytearray(path.read_bytes())
-    mid = len(data) // 2
-    data[mid : mid + 16] = bytes(b ^ 0xFF for b in data[mid : mid + 16])
-    path.write_bytes(bytes(data))
-
-
 def _rel(ds: Path, path: Path) -> str:
     return str(path.relative_to(ds))
 
@@ -77,21 +66,7 @@ def test_verify_checks_the_stores_files_with_the_dataset(whole: Path) -> None:
 @pytest.mark.parametrize("kind", ["truncated", "flipped", "deleted", "replaced"])
 def test_verify_finds_a_damaged_store_part(ds: Path, kind: str) -> None:
     part = _part(ds, "tests")
-    size = part.stat().st_size
-    if kind == "truncated":
-        _truncate(part)
-        problem = f"{size // 2} bytes, the manifest says {size}"
-    elif kind == "flipped":
-        _flip(part)
-        problem = SHA
-    elif kind == "deleted":
-        part.unlink()
-        problem = "missing"
-    else:  # another store's part: a valid Parquet file of the same columns
-        other = _part(ds, "tests+review")
-        shutil.copyfile(other, part)
-        replaced = other.stat().st_size
-        problem = SHA if replaced == size else f"{replaced} bytes, the manifest says {size}"
+    problem = damage(part, kind, _part(ds, "tests+review"))  # another store's part
     [found] = verify(ds)
     assert (found.file, found.table) == (_rel(ds, part), "decisions")
     assert found.problem == (

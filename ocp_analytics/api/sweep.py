@@ -20,7 +20,6 @@ from ocp_analytics._typing import DatasetLike, When
 from ocp_analytics.api.evaluation import _Scope
 from ocp_analytics.api.stored import observing
 from ocp_analytics.engine.evaluate import SLICE_RUNS, slices
-from ocp_analytics.engine.features import known_at, latest_scores
 from ocp_analytics.engine.groups import group_carry, warn_missing_labels
 from ocp_analytics.engine.known import KnownNames
 from ocp_analytics.engine.rates import By
@@ -31,6 +30,7 @@ from ocp_analytics.engine.sweep_inputs import (
     collect_sweep_rows,
     reasons_tell_rest,
     rest_from_reasons,
+    score_values,
 )
 from ocp_analytics.exceptions import OcpAnalyticsError, hint
 from ocp_analytics.model.rules import Rule, ScoreTarget, resolve_rules
@@ -223,15 +223,15 @@ def curves(
     """
     scope = _Scope.read(list(rules), as_of, since, until, False, slice_runs, where, decisions)
     labels, keys, carry = group_carry(by, None)
-    known = KnownNames(list(rules)) if names else None
+    known = None
     ds = scan_at(dataset, snapshot)
     if decisions and all(reasons_tell_rest(r) for r in rules):
         # the loop warns of the names itself (at the caller of curves' caller)
-        known = None
         found = _from_rules(
             ds, list(rules), replace(scope, names=names), keys, carry, stacklevel + 2
         )
     else:
+        known = KnownNames(list(rules)) if names else None
         found = collect_sweep_rows(
             ds,
             rules,
@@ -323,10 +323,8 @@ def _from_rules(
     read = False
     for tables in slices(ds, scope.slice_runs, since=scope.since, until=scope.until):
         read = True
-        latest = latest_scores(known_at(tables["signals"], scope.as_of), names)
-        frame = latest.select(
-            pl.col("doc_id").alias(_DOC), "name", pl.col("value").cast(pl.Float64)
-        )
+        values = score_values(tables["signals"], scope.as_of, names)
+        frame = values.rename({"doc_id": _DOC})
         for (name,), part in frame.collect().partition_by("name", as_dict=True).items():
             found[str(name)].append(part.drop("name"))
     if not read:  # no slice at all: the columns sweep reads, no row

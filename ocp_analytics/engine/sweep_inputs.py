@@ -133,16 +133,25 @@ def rest_from_reasons(rule: Rule) -> pl.Expr:
     left = pl.col("reasons").list.eval(word.filter(~word.is_in(own)))
     fails = left.list.eval(word.str.starts_with("failed:") | word.str.starts_with("late:"))
     unknown = left.list.eval(word.str.starts_with("missing:")).list.any()
-    return (
+    outcome = (
         pl.when(pl.col("outcome").cast(pl.String) == "accepted")
-        .then(pl.lit(PASS, pl.Int8))
+        .then(pl.lit("accepted"))
         .when(fails.list.any())
-        .then(pl.lit(FAIL, pl.Int8))
-        .when(unknown & pl.lit(bool(rule.effective_requires)))
-        .then(pl.lit(UNKNOWN, pl.Int8))
-        .otherwise(pl.lit(PASS, pl.Int8))
-        .alias("rest")
+        .then(pl.lit("rejected"))
+        .when(unknown)
+        .then(pl.lit("unknown"))
+        .otherwise(pl.lit("accepted"))
     )
+    return rest_state(outcome, bool(rule.effective_requires)).alias("rest")
+
+
+def score_values(signals: pl.LazyFrame, as_of: datetime, names: Sequence[str]) -> pl.LazyFrame:
+    """``doc_id, name, value`` (Float64): each run's latest score of ``names`` known at ``as_of``.
+
+    What a rule's score part compares (:func:`~ocp_analytics.engine.features.latest_scores`).
+    """
+    latest = latest_scores(known_at(signals, as_of), names)
+    return latest.select("doc_id", "name", pl.col("value").cast(pl.Float64))
 
 
 def sweep_rows(
@@ -189,13 +198,13 @@ def sweeps_rows(
     keep = [*carry, pl.col("doc_id").alias(_DOC)]
     decided = decide(tables, rests, as_of, recorded=False, carry=keep, reasons=False)
     names = sorted({r.score.name for r in rules if r.score is not None})
-    scores = latest_scores(known_at(tables["signals"], as_of), names)
+    scores = score_values(tables["signals"], as_of, names)
     carried = [e.meta.output_name() for e in carry]
     out = []
     for rule, rest, frame in zip(rules, rests, decided, strict=True):
         assert rule.score is not None  # rest_rule refused a rule without one
         value = scores.filter(pl.col("name") == rule.score.name).select(
-            pl.col("doc_id").alias(_DOC), pl.col("value").cast(pl.Float64)
+            pl.col("doc_id").alias(_DOC), "value"
         )
         state = rest_state(pl.col("outcome"), bool(rest.requires)).alias("rest")
         out.append(frame.join(value, on=_DOC, how="left").select(*carried, "value", state))

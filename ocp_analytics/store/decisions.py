@@ -41,7 +41,14 @@ from ocp_analytics.exceptions import DatasetError, hint
 from ocp_analytics.store.dataset import locked, write_encoded
 from ocp_analytics.store.storage import Store
 
-__all__ = ["DECISIONS", "DECISIONS_SCHEMA", "DecisionStore", "Generation", "evict_stores"]
+__all__ = [
+    "DECISIONS",
+    "DECISIONS_SCHEMA",
+    "DecisionStore",
+    "Generation",
+    "chain_files",
+    "evict_stores",
+]
 
 DECISIONS = "decisions"
 GENERATIONS = "_generations"
@@ -324,10 +331,7 @@ class DecisionStore:
         Records before it are kept (they are small) but their rows may be
         gone: only the newest record is read. Returns the files deleted.
         """
-        listed: set[str] = set()
-        for entry in [] if record is None else record["chain"]:
-            listed.update(entry["parts"])
-            listed.update(f for f in (entry.get("superseded"), entry.get("pending")) if f)
+        listed = {rel for _, rel in chain_files(record)} if record is not None else set()
         removed = 0
         for folder in ("parts", "ids"):
             for name in self.root.child(folder).names():
@@ -361,6 +365,22 @@ class DecisionStore:
                 freed += target.size()
                 target.delete()
         return freed
+
+
+def chain_files(record: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str]]:
+    """Each file a store's record lists (parts, superseded and pending ids), with its entry.
+
+    Raises on a chain of the wrong shapes (``verify`` names such a record).
+
+    Examples
+    --------
+    >>> r = {"chain": [{"parts": ["parts/a.parquet"], "superseded": None, "pending": "ids/p"}]}
+    >>> [rel for _, rel in chain_files(r)]
+    ['parts/a.parquet', 'ids/p']
+    """
+    for entry in record["chain"]:
+        listed = [*(entry.get("parts") or []), entry.get("superseded"), entry.get("pending")]
+        yield from ((entry, rel) for rel in listed if isinstance(rel, str))
 
 
 def _written_at(record: dict[str, Any] | None) -> datetime | None:

@@ -34,7 +34,7 @@ from ocp_analytics import schemas as S
 from ocp_analytics.exceptions import DatasetError, OcpAnalyticsError
 from ocp_analytics.store.commits import BATCHES, oldest_readable, record_names
 from ocp_analytics.store.dataset import open_existing
-from ocp_analytics.store.decisions import DECISIONS, DecisionStore
+from ocp_analytics.store.decisions import DECISIONS, DecisionStore, chain_files
 from ocp_analytics.store.maintenance import files_read_from
 from ocp_analytics.store.manifest import PartEntry, record_entries
 from ocp_analytics.store.storage import Store, store
@@ -220,21 +220,18 @@ def _store_entries(record: dict[str, Any], folder: str) -> list[tuple[PartEntry,
     label = rule.get("name", "recorded") if isinstance(rule, dict) else "?"
     about = f"the decisions store of rule {label!r}{_REPAIR_STORE}"
     out = []
-    for entry in record["chain"]:
+    for entry, rel in chain_files(record):
         described = [f for f in entry.get("files") or [] if isinstance(f, dict)]
-        known = {f["file"]: f for f in described if isinstance(f.get("file"), str)}
-        listed = [*(entry.get("parts") or []), entry.get("superseded"), entry.get("pending")]
-        for rel in (f for f in listed if isinstance(f, str)):
-            said = known.get(rel, {})
-            size, rows, sha = (said.get(k) for k in ("bytes", "rows", "sha256"))
-            part = PartEntry(
-                f"{folder}/{rel}",
-                DECISIONS,
-                size if isinstance(size, int) else None,
-                rows if isinstance(rows, int) else None,
-                sha if isinstance(sha, str) else None,
-            )
-            out.append((part, Damage(part.file, about, DECISIONS)))
+        said = next((f for f in described if f.get("file") == rel), {})
+        size, rows, sha = (said.get(k) for k in ("bytes", "rows", "sha256"))
+        part = PartEntry(
+            f"{folder}/{rel}",
+            DECISIONS,
+            size if isinstance(size, int) else None,
+            rows if isinstance(rows, int) else None,
+            sha if isinstance(sha, str) else None,
+        )
+        out.append((part, Damage(part.file, about, DECISIONS)))
     return out
 
 
