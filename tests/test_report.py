@@ -539,3 +539,28 @@ def test_the_newest_run_end_ignores_a_replaced_version(tmp_path: Path) -> None:
 def _ndjson(path: Path, docs: list[dict[str, Any]]) -> Path:
     path.write_bytes(b"".join(orjson.dumps(d) + b"\n" for d in docs))
     return path
+
+
+def test_current_versions_read_through_the_shared_superseded_read(tmp_path: Path) -> None:
+    """``Dataset.current`` holds the rows ``ds[table]`` holds, for every run table.
+
+    The report's data quality and freshness read the tables through it, so the
+    replaced versions are read once for the passes and them.
+    """
+    from benchmarks.generate import generate_documents
+    from ocp_analytics.schemas import RUN_TABLES
+
+    docs = list(generate_documents(60, 11))
+    ds = tmp_path / "ds"
+    oa.ingest(_ndjson(tmp_path / "a.ndjson", docs), ds)
+    again = json.loads(json.dumps(docs[:7]))
+    for d in again:  # new versions of 7 runs, each moved to another team and end
+        d["run"]["ended_at"] = d["run"]["started_at"]
+        d["run"].setdefault("labels", {})["team"] = "moved"
+    oa.ingest(_ndjson(tmp_path / "b.ndjson", again), ds)
+    scanned = oa.scan_dataset(ds)
+    assert scanned.superseded() is not None and scanned.superseded().height == 7
+    for table in RUN_TABLES:
+        want = scanned[table].collect()
+        got = scanned.current(table).collect()
+        assert got.sort(got.columns).equals(want.sort(want.columns)), table

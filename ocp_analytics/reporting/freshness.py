@@ -43,10 +43,7 @@ def _newest_run_end(ctx: Context) -> datetime | None:
 
     ds = ctx.dataset if isinstance(ctx.dataset, Dataset) else scan_dataset(ctx.dataset)
     as_of = pl.lit(ctx.as_of).dt.cast_time_unit("us")
-    runs: pl.LazyFrame = ds["runs"]
-    stale = ds.superseded()
-    if stale is not None:  # every version but the replaced ones: the read the report's passes share
-        runs = ds.scans["runs"].join(stale.lazy(), on="doc_id", how="anti")
+    runs = ds.current("runs")  # the replaced versions the report's passes share
     value = runs.filter(pl.col("ended_at") <= as_of).select(pl.col("ended_at").max()).collect()
     return value.item()
 

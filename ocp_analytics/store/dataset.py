@@ -296,6 +296,17 @@ class Dataset:
         found: pl.DataFrame = self._memo["superseded"]
         return found
 
+    def current(self, name: str) -> pl.LazyFrame:
+        """Table ``name`` at current run versions, through the shared :meth:`superseded` read.
+
+        The rows of ``self[name]``; a report's readers of several tables take
+        the replaced versions out with one read instead of one each.
+        """
+        stale = self.superseded() if name in S.RUN_TABLES else None
+        if stale is None:
+            return self.frames[name]
+        return self.scans[name].join(stale.lazy(), on="doc_id", how="anti")
+
     def signal_names(self) -> set[tuple[str, str]] | None:
         """Every (kind, name) of a verdict or score in the ``signals`` parts read; None: unknown.
 
