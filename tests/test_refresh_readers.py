@@ -255,3 +255,27 @@ def test_the_report_reads_the_stores_and_gives_the_same_data(tmp_path: Path) -> 
     assert pages[True].data.keys() == pages[False].data.keys()
     for name, path in pages[True].data.items():
         assert_frame_equal(pl.read_parquet(path), pl.read_parquet(pages[False].data[name]))
+
+
+def test_sweep_reads_the_rest_from_the_store_and_gives_the_same_curve(tmp_path: Path) -> None:
+    """``oa.sweep`` and ``sweep`` read a refreshed rule's rest from its store, and say so."""
+    from typer.testing import CliRunner
+
+    from ocp_analytics.cli.root import app
+
+    ds = tmp_path / "ds"
+    oa.ingest(_write(tmp_path / "a.ndjson", _docs(0, 80)), ds)
+    rule, at = "tests+review+bench_score>=0.5", "2026-11-10T00:00:00Z"
+    oa.refresh(ds, [Rule.parse(rule)], as_of=at)
+    oa.ingest(_write(tmp_path / "b.ndjson", _docs(80, 20)), ds)  # 20 runs the store lacks
+    for kwargs in ({}, {"by": [oa.label("team")]}, {"for_rate": 0.5, "since": "2026-07-01"}):
+        stored, raw, seen = _both(oa.sweep, ds, rule, as_of=at, slice_runs=SLICE, **kwargs)
+        assert_frame_equal(stored, raw)
+        assert len(seen) == 1 and seen[0].reused > 0 and seen[0].decided > 0, kwargs
+    args = ["sweep", str(ds), "--rule", rule, "--as-of", at, "-f", "csv"]
+    stored_cli = CliRunner().invoke(app, args)
+    raw_cli = CliRunner().invoke(app, [*args, "--no-decisions"])
+    assert stored_cli.exit_code == 0 and raw_cli.exit_code == 0, stored_cli.output
+    assert "decisions: 80 reused, 20 decided" in stored_cli.stderr, stored_cli.stderr
+    assert "decisions:" not in raw_cli.stderr
+    assert stored_cli.stdout == raw_cli.stdout

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import replace
 
 import polars as pl
@@ -113,6 +114,7 @@ def sweep(
     where: Sequence[str] = (),
     slice_runs: int = SLICE_RUNS,
     snapshot: Snapshot = None,
+    use_decisions: bool = True,
 ) -> pl.DataFrame:
     """The accept rate of a score rule at every observed score value as its target, per group.
 
@@ -132,6 +134,12 @@ def sweep(
     for_rate
         Instead of the curve, one row per group: the strictest target whose
         accept rate is at least this share (all null when none reaches it).
+    use_decisions
+        Read the rule's rest (its verdicts and excluded events) from its
+        decisions store (:func:`~ocp_analytics.refresh` of the rule) where
+        the store gives the rows a full evaluation gives, and only the
+        scores from the signals; the curve is the same either way
+        (docs/dataset.md, "The decisions store").
 
     Warns
     -----
@@ -181,6 +189,8 @@ def sweep(
         snapshot=snapshot,
         for_rate=for_rate,
         stacklevel=3,
+        decisions=use_decisions,
+        said=True,
     )
     return curve
 
@@ -200,6 +210,7 @@ def curves(
     stacklevel: int = 2,
     decisions: bool = False,
     names: bool = True,
+    said: bool = False,
 ) -> list[pl.DataFrame]:
     """:func:`sweep`'s curve of each rule with a score, every rule in one pass over the runs.
 
@@ -210,7 +221,9 @@ def curves(
     (:func:`_from_rules`), and only the scores from the signals; the
     curves are the same either way. ``names`` false skips the warning of a
     name no run carries (and the reading of every slice's signal names it
-    may need), for a caller that has warned already.
+    may need), for a caller that has warned already; ``said`` hands the
+    stores' summary to :func:`~ocp_analytics.api.stored.observing` (the
+    report has said its own, of the same rows).
 
     Examples
     --------
@@ -228,7 +241,7 @@ def curves(
     if decisions and all(reasons_tell_rest(r) for r in rules):
         # the loop warns of the names itself (at the caller of curves' caller)
         found = _from_rules(
-            ds, list(rules), replace(scope, names=names), keys, carry, stacklevel + 2
+            ds, list(rules), replace(scope, names=names), keys, carry, stacklevel + 2, said
         )
     else:
         known = KnownNames(list(rules)) if names else None
@@ -308,6 +321,7 @@ def _from_rules(
     keys: Sequence[str],
     carry: Callable[[pl.Schema], Sequence[pl.Expr]],
     stacklevel: int,
+    said: bool = False,
 ) -> list[pl.DataFrame]:
     """:func:`collect_sweep_rows` from the rules' own rows (their stores', else decided).
 
@@ -315,8 +329,9 @@ def _from_rules(
     each rule's rest is read from its rows' outcome and reasons
     (:func:`~ocp_analytics.engine.sweep_inputs.rest_from_reasons`) by the
     evaluation loop, which reads the stores where they give the rows a full
-    evaluation gives. The stores' read is not said again on stderr: the
-    report's evaluation has said it (the same rows of the same stores).
+    evaluation gives. Unless ``said``, the stores' read is not said again on
+    stderr: the report's evaluation has said it (the same rows of the same
+    stores).
     """
     names = sorted({r.score.name for r in rules if r.score is not None})
     found: dict[str, list[pl.DataFrame]] = {n: [] for n in names}
@@ -336,6 +351,6 @@ def _from_rules(
     def carry_all(schema: pl.Schema) -> list[pl.Expr]:
         return [*carry(schema), pl.col("doc_id").alias(_DOC)]
 
-    with observing():
+    with nullcontext() if said else observing():
         scope.run(ds, [sink], carry_all, stacklevel=stacklevel)
     return [pl.concat(f) if f else pl.DataFrame() for f in sink.frames]

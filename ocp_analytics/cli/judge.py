@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import polars as pl
 import typer
 
+from ocp_analytics.cli.evaluate import DecisionsOpt, decisions_said
 from ocp_analytics.cli.options import (
     AsOfOpt,
     ByOpt,
@@ -93,6 +94,7 @@ def sweep(
     where: WhereOpt = None,
     out: OutOpt = None,
     format: FormatOpt = None,
+    decisions: DecisionsOpt = True,
 ) -> None:
     """Where to put a score's bar: the accept rate at every observed value as the target.
 
@@ -105,7 +107,10 @@ def sweep(
     shows up to 21 evenly spread targets per group; csv, json and parquet
     have every one. --for-rate 0.8 gives, per group, the strictest target
     that still accepts 80 % of the decided runs. Pick a target on one period
-    and read its rate on the next: read on the same runs it flatters.
+    and read its rate on the next: read on the same runs it flatters. After
+    a refresh of the rule, the rest of the rule (its verdicts and excluded
+    events) is read from its decisions store and only the scores from the
+    signals.
 
     \b
     Examples:
@@ -120,7 +125,7 @@ def sweep(
     fmt = output_format(format, out)
     when = as_of_arg(as_of)
     ds = dataset_arg(dataset, snapshot)
-    with warnings_as_lines():
+    with warnings_as_lines(), decisions_said():
         frame = run_sweep(
             ds,
             rule,
@@ -133,6 +138,7 @@ def sweep(
             since=since,
             until=until,
             where=where or (),
+            use_decisions=decisions,
         )
     if frame.is_empty() and (since is not None or until is not None or where):
         typer.echo(no_run_line(since, until, when, where or ()), err=True)
