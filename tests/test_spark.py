@@ -101,6 +101,15 @@ def _lines(summary: oa.IngestSummary) -> list[str]:
     return [x for x in str(summary).splitlines() if not x.startswith(("dataset:", "time:"))]
 
 
+def _per_source(summary: oa.IngestSummary) -> list[tuple[Any, ...]]:
+    """Each source's counts: documents, runs by status, quarantined, findings."""
+    fields = ("documents", "runs_new", "runs_replaced", "runs_unchanged", "runs_outranked")
+    return sorted(
+        (s.path, *(getattr(s, f) for f in fields), s.quarantined, s.findings)
+        for s in summary.sources
+    )
+
+
 def test_ingest_writes_the_same_tables_quarantine_and_findings(datasets) -> None:
     p, q, summaries = datasets
     for table in S.TABLES:
@@ -117,6 +126,7 @@ def test_ingest_writes_the_same_tables_quarantine_and_findings(datasets) -> None
     for polars_summary, spark_summary in summaries:
         assert spark_summary.reconciles
         assert _lines(spark_summary) == _lines(polars_summary)
+        assert _per_source(spark_summary) == _per_source(polars_summary)
     second = summaries[1][1]
     assert (second.runs_replaced, second.runs_unchanged) == (10, 10)
 
@@ -241,8 +251,9 @@ def test_failed_task_leaves_the_dataset_unchanged_and_a_rerun_converges(
     before = _state(ds)
     extra = tmp_path / "extra.ndjson"
     _ndjson(extra, list(generate_documents(3, seed=17)))
-    # build task 0 writes its parts into staging, then fails; count task 1 fails earlier
-    for stage, task in (("build", 0), ("count", 1)):
+    # task 0 fails after reading its first source, then after staging its parts; count
+    # task 1 fails earlier
+    for stage, task in (("build", 0), ("written", 0), ("count", 1)):
         monkeypatch.setattr(spark_tasks, "HOOK", _fail_at(stage, task))
         with pytest.raises(Exception, match="injected fault"):
             osp.ingest(spark, [two, extra], ds)
@@ -257,6 +268,106 @@ def test_failed_task_leaves_the_dataset_unchanged_and_a_rerun_converges(
         assert _table(ds, table, scans=True).equals(_table(p, table, scans=True)), table
     again = osp.ingest(spark, [one, two], ds)  # everything already ingested: nothing written
     assert again.documents_read == 0 and len(again.batches) == 0
+
+
+def test_small_sources_share_parts_and_count_as_on_one_machine(spark: Any, tmp_path: Path) -> None:
+    """A task's one-document files share parts; each file's counts are still its own.
+
+    The files' quarantined lines and findings are told apart by their path
+    (a few tasks of 80 files: a part a table and task, not 80), and the tables and the
+    summary are those of the package's ingest.
+    """
+    src = tmp_path / "src"
+    src.mkdir()
+    docs = list(generate_documents(80, seed=18))
+    for i, doc in enumerate(docs):
+        lines = [orjson.dumps(doc)] + ([b"{not json"] if i % 9 == 0 else [])
+        (src / f"run-{i:03d}.json").write_bytes(b"\n".join(lines) + b"\n")
+    p, q = tmp_path / "polars", tmp_path / "spark"
+    local, distributed = oa.ingest(src, p), osp.ingest(spark, src, q)
+    assert distributed.reconciles and _lines(distributed) == _lines(local)
+    assert _per_source(distributed) == _per_source(local)
+    assert sum(s.quarantined for s in distributed.sources) == 9
+    for table in S.TABLES:
+        assert _table(q, table).equals(_table(p, table)), table
+    [record] = D.read_commits(q)
+    tasks = len(_tasks(sorted(src.iterdir()), spark))
+    assert len(record["files"]["runs"]) == tasks < 10  # a part per task, not per file
+    assert len(record["files"]["quarantine"]) <= tasks
+
+
+def test_a_task_shares_chunks_and_parts_and_keeps_each_source_apart(tmp_path: Path) -> None:
+    """One build task, run in process: small chunks and parts cut across its sources.
+
+    Each source's texts keep the ``doc_id`` its count gave them, its runs'
+    rank keys are its own, and every part names the sources it holds (two
+    shown by one path never share one).
+    """
+    from ocp_analytics.ingestion.sources import find_sources
+    from ocp_analytics.spark.ingest import IngestJob
+
+    src = tmp_path / "src"
+    src.mkdir()
+    docs = list(generate_documents(40, seed=19))
+    for i, doc in enumerate(docs[:25]):
+        (src / f"a{i:02d}.json").write_bytes(orjson.dumps(doc))
+    _ndjson(src / "b.ndjson", docs[25:])
+    with (src / "b.ndjson").open("ab") as f:
+        f.write(b'{"cut short')  # a truncated last line: quarantined, of b.ndjson
+    (src / "c.json").write_bytes(b"")  # an empty file: quarantined, no text
+    found = find_sources([str(src)])
+    staging = store(tmp_path / "staging")
+    job = IngestJob(found, staging, "00000001-test", chunk_docs=7, part_runs=10)
+    job.groups = [list(range(len(found)))]
+    counts = job.counts(0)
+    job.bases = [(1 << 32) + sum(counts[:i]) for i in range(len(found))]
+    built = job.builds(0)
+    runs = pl.concat(
+        pl.read_parquet(staging.child("runs", p.name).uri)
+        for p in built[0].files
+        if p.table == "runs"
+    )
+    assert runs.height == 40 and runs["doc_id"].is_unique().all()
+    for i, (source, b) in enumerate(zip(found, built, strict=True)):
+        mine = runs.filter(pl.col("source_path") == source.path)
+        if b.ranks is None:
+            assert mine.height == 0
+            continue
+        assert sorted(b.ranks["doc_id"]) == sorted(mine["doc_id"])
+        assert mine["doc_id"].min() == job.bases[i]
+    assert [b.documents for b in built] == [*([1] * 25), 16, 1]
+    # chunks of 7 texts, a part once 10 runs are held: 14, 14 and the task's last 12
+    assert [p.rows for p in built[0].files if p.table == "runs"] == [14, 14, 12]
+    for part in built[0].files:
+        if part.codes is not None:
+            assert set(part.codes["source_path"]) <= set(part.sources or {})
+    quarantined = [p for p in built[0].files if p.table == "quarantine"]
+    held = pl.concat(pl.read_parquet(staging.child("quarantine", p.name).uri) for p in quarantined)
+    assert sorted(Path(x).name for x in held["source_path"]) == ["b.ndjson", "c.json"]
+
+
+def test_a_part_never_holds_two_sources_shown_by_one_path(tmp_path: Path) -> None:
+    from ocp_analytics.spark.commit import PartWriter
+
+    writer = PartWriter(store(tmp_path), "t")
+    row = {"run_id": "r", "doc_id": 1, "code": "x", "source_path": "same.json"}
+    rows = pl.DataFrame([row], schema=S.polars_schema("findings"))
+    writer.source({"same.json": 0, "other.json": 1})
+    writer.add({"findings": rows})
+    writer.source({"same.json": 2})  # another source shown by the same path: a new part
+    writer.add({"findings": rows})
+    writer.flush()
+    assert [dict(p.sources or {}) for p in writer.files] == [
+        {"same.json": 0, "other.json": 1},
+        {"same.json": 2},
+    ]
+
+
+def _tasks(files: list[Path], spark: Any) -> list[list[int]]:
+    """The build tasks of ``files`` (``spark.ingest._groups``)."""
+    from ocp_analytics.spark.ingest import _groups
+
+    return _groups([f.stat().st_size for f in files], spark.sparkContext.defaultParallelism)
 
 
 def test_cli_spark_engine_prints_the_same_table(spark: Any, tmp_path: Path, monkeypatch) -> None:

@@ -42,7 +42,7 @@ __all__ = [
     "redecide",
 ]
 
-# The version of the acceptance contract (/work/shared/SEMANTICS.md, docs/figures.md)
+# The version of the acceptance contract (docs/figures.md)
 # the stored rows follow: raise it whenever a figure's meaning changes, and every
 # decisions store is decided again from raw.
 CONTRACT = 1

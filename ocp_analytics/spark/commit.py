@@ -37,11 +37,21 @@ class Part:
     rows: int
     lo: int | None = None  # doc_id span (tables with doc_id)
     hi: int | None = None
-    codes: pl.DataFrame | None = None  # findings, quarantine: doc_id (where held) and code
+    # findings, quarantine: doc_id (where held), code and source_path of each row
+    codes: pl.DataFrame | None = None
     entry: PartEntry | None = None
+    # the sources whose rows it holds: display path -> index in the batch's sources
+    sources: Mapping[str, int] | None = None
 
     @classmethod
-    def of(cls, table: str, name: str, frame: pl.DataFrame, entry: PartEntry | None = None) -> Part:
+    def of(
+        cls,
+        table: str,
+        name: str,
+        frame: pl.DataFrame,
+        entry: PartEntry | None = None,
+        sources: Mapping[str, int] | None = None,
+    ) -> Part:
         """The entry of ``frame`` written as ``table/name`` (its manifest entry ``entry``).
 
         Examples
@@ -56,8 +66,8 @@ class Part:
             lo, hi = _span(frame)
         codes = None
         if table in ("findings", "quarantine"):
-            codes = frame.select(["doc_id", "code"] if "doc_id" in frame.columns else ["code"])
-        return cls(table, name, frame.height, lo, hi, codes, entry)
+            codes = frame.select(c for c in ("doc_id", "code", "source_path") if c in frame.columns)
+        return cls(table, name, frame.height, lo, hi, codes, entry, sources)
 
     @property
     def rel(self) -> str:
@@ -79,7 +89,10 @@ def _span(frame: pl.DataFrame) -> tuple[int | None, int | None]:
 
 @dataclass(frozen=True)
 class Built:
-    """What a build task returns for one source: its parts and its runs' rank keys."""
+    """What a build task returns for one source: its runs' rank keys (and the task's parts).
+
+    A task's sources share parts: the first source of a task carries them all.
+    """
 
     documents: int  # texts read, plus the read problems quarantined
     files: list[Part]
@@ -87,13 +100,31 @@ class Built:
 
 
 class PartWriter:
-    """Buffers a task's frames per table and writes parts with the package's writer."""
+    """Buffers a task's frames per table and writes parts with the package's writer.
+
+    The frames of consecutive sources share parts (a task of a thousand
+    one-run files writes a part per table, not a thousand); each part names
+    the sources it holds rows of (:attr:`Part.sources`), so the driver counts
+    each source's quarantined rows and findings by their ``source_path``.
+    """
 
     def __init__(self, staging: Store, prefix: str) -> None:
         self.staging, self.prefix = staging, prefix
         self.pending: dict[str, list[pl.DataFrame]] = {}
         self.files: list[Part] = []
         self.parts = 0
+        self.runs = 0  # runs held since the last part
+        self.holding: dict[str, int] = {}
+
+    def source(self, paths: Mapping[str, int]) -> None:
+        """Rows of these sources (display path -> index) follow.
+
+        Two sources shown by one path never share a part: their rows would
+        not tell them apart, so a path held for another source closes the part.
+        """
+        if any(self.holding.get(p, i) != i for p, i in paths.items()):
+            self.flush()
+        self.holding.update(paths)
 
     def add(self, frames: Mapping[str, pl.DataFrame]) -> int:
         """Hold the non-empty frames; return the runs added."""
@@ -101,7 +132,9 @@ class PartWriter:
             if frame.height:
                 self.pending.setdefault(table, []).append(frame)
         runs = frames.get("runs")
-        return 0 if runs is None else runs.height
+        added = 0 if runs is None else runs.height
+        self.runs += added
+        return added
 
     def flush(self) -> None:
         """Write one part per table held (``PREFIX-NNNNN.parquet``)."""
@@ -112,8 +145,8 @@ class PartWriter:
             name = f"{self.prefix}-{self.parts:05d}.parquet"
             target = folder.child(name)
             entry = write_parquet_atomic(S.part_table(frame, table), target, part_of=table)
-            self.files.append(Part.of(table, name, frame, entry))
-        self.pending = {}
+            self.files.append(Part.of(table, name, frame, entry, dict(self.holding)))
+        self.pending, self.holding, self.runs = {}, {}, 0
         self.parts += 1
 
 
@@ -137,7 +170,7 @@ def drop_skipped(staging: Store, files: list[Part], skip: pl.Series) -> list[Par
         path.delete()
         if frame.height:
             entry = write_parquet_atomic(S.part_table(frame, f.table), path, part_of=f.table)
-            kept.append(Part.of(f.table, f.name, frame, entry))
+            kept.append(Part.of(f.table, f.name, frame, entry, f.sources))
     return kept
 
 

@@ -4,8 +4,8 @@ The driver finds the sources (the package's ``find_sources``) and takes the
 dataset's lock. A first job counts each source's documents so every task
 knows its ``doc_id`` base; the second runs, per source, ``read_chunks`` ->
 ``decode_texts`` -> ``build_tables`` and writes the seven tables with the
-package's writer (:mod:`ocp_analytics.spark.commit`), returning its parts and
-each run's rank keys. The driver applies the run-version rule
+package's writer (:mod:`ocp_analytics.spark.commit`; a task's sources share
+parts), returning its parts and each run's rank keys. The driver applies the run-version rule
 (:mod:`ocp_analytics.spark.versions`) and commits last: the batch is visible
 only then. A failed or killed job leaves the dataset as it was; the next
 ingest removes what it left, and a rerun converges.
@@ -27,7 +27,7 @@ import polars as pl
 
 from ocp_analytics._typing import StoreLike
 from ocp_analytics.ingestion.batch import CHUNK_DOCS, PART_RUNS, IngestSummary, SourceSummary
-from ocp_analytics.ingestion.chunks import read_chunks
+from ocp_analytics.ingestion.chunks import Chunk, Chunker, read_chunks
 from ocp_analytics.ingestion.decode import decode_texts
 from ocp_analytics.ingestion.quarantine import quarantine_problems
 from ocp_analytics.ingestion.read import ReadProblem
@@ -35,7 +35,14 @@ from ocp_analytics.ingestion.sources import Source, find_sources
 from ocp_analytics.ingestion.tables import build_tables
 from ocp_analytics.ingestion.versions import ranked
 from ocp_analytics.spark.commit import Built, PartWriter, commit_batch, remove_unlisted
-from ocp_analytics.spark.tasks import TaskHook, attempt_number, checkpoint, job_hook, run_tasks
+from ocp_analytics.spark.tasks import (
+    TaskHook,
+    attempt_number,
+    checkpoint,
+    job_hook,
+    run_tasks,
+    settle,
+)
 from ocp_analytics.spark.versions import Todo, classify_sources
 from ocp_analytics.store import dataset as D
 from ocp_analytics.store.storage import Store, store
@@ -56,43 +63,90 @@ class IngestJob:
     groups: list[list[int]] = field(default_factory=list)  # source indexes of each task
     bases: list[int] = field(default_factory=list)  # each source's first doc_id
     hook: TaskHook | None = field(default_factory=job_hook)
+    chunk_docs: int = CHUNK_DOCS  # texts a decode takes at most
+    part_runs: int = PART_RUNS  # runs a part holds at least, but for a task's last
 
     def counts(self, task: int) -> list[int]:
         """:meth:`count` of each source of one task."""
         return [self.count(i) for i in self.groups[task]]
-
-    def builds(self, task: int) -> list[Built]:
-        """:meth:`build` of each source of one task."""
-        attempt = attempt_number()
-        return [self.build(i, attempt) for i in self.groups[task]]
 
     def count(self, index: int) -> int:
         """Document texts of one source (each takes a ``doc_id``), by the package's reader."""
         checkpoint(self.hook, "count", index)
         return sum(len(meta.texts) for meta, _ in read_chunks(self.sources[index], CHUNK_DOCS, []))
 
-    def build(self, index: int, attempt: int) -> Built:
-        """Read, decode and flatten one source; write its parts into the staging folder."""
-        source = self.sources[index]
-        writer = PartWriter(self.staging, f"{self.batch_id}-s{index:05d}-a{attempt}")
-        problems: list[ReadProblem] = []
-        ranks: list[pl.DataFrame] = []
-        base, texts, held = self.bases[index], 0, 0
-        for meta, cut in read_chunks(source, CHUNK_DOCS, problems):
-            decoded = decode_texts(meta.texts, cut, raw=meta.raw)
-            tables = build_tables(decoded, meta, base, self.batch_id)
-            base += len(meta.texts)
-            texts += len(meta.texts)
-            ranks.append(ranked(tables))  # what the run-version rule reads, per run
-            held += writer.add(tables.frames)
-            if held >= PART_RUNS:
-                writer.flush()
-                held = 0
-        if problems:
-            writer.add({"quarantine": quarantine_problems(problems, source, self.batch_id)})
+    def builds(self, task: int) -> list[Built]:
+        """Read, decode and flatten the sources of one task; their texts share chunks and parts.
+
+        As on one machine, consecutive sources' texts fill one chunk (a
+        thousand one-run files are a few ``decode_texts`` and
+        ``build_tables`` calls, not a thousand) and the task's rows fill its
+        parts (a part per table every ``PART_RUNS`` runs and at the end).
+        Each source's texts keep the ``doc_id`` its count gave them, so its
+        runs' rank keys are told apart by ``doc_id``.
+        """
+        group = self.groups[task]
+        writer = PartWriter(self.staging, f"{self.batch_id}-t{task:05d}-a{attempt_number()}")
+        build = _TaskBuild(self, writer)
+        texts: list[int] = []
+        for index in group:
+            source = self.sources[index]
+            if build.chunker.holds(source.path):  # a chunk names a path once
+                build.add(build.chunker.take())
+            build.reading[source.path] = index
+            problems: list[ReadProblem] = []
+            for chunk in build.chunker.read(source, problems):
+                build.add(chunk)
+            texts.append(build.chunker.added)
+            if problems:
+                writer.source({source.path: index})
+                writer.add({"quarantine": quarantine_problems(problems, source, self.batch_id)})
+            texts[-1] += len(problems)
+            checkpoint(self.hook, "build", index)
+        if len(build.chunker):
+            build.add(build.chunker.take())
         writer.flush()
-        checkpoint(self.hook, "build", index)
-        return Built(texts + len(problems), writer.files, pl.concat(ranks) if ranks else None)
+        checkpoint(self.hook, "written", task)  # every part of the task staged
+        ranks = pl.concat(build.ranks) if build.ranks else None
+        out = []
+        for k, index in enumerate(group):
+            mine = None
+            if ranks is not None:
+                lo = self.bases[index]
+                hi = self.bases[group[k + 1]] if k + 1 < len(group) else None
+                doc = pl.col("doc_id")
+                mine = ranks.filter(doc >= lo if hi is None else doc.is_between(lo, hi - 1))
+                mine = mine if mine.height else None
+            out.append(Built(texts[k], writer.files if k == 0 else [], mine))
+        return out
+
+
+@dataclass
+class _TaskBuild:
+    """One build task's chunker, the doc_id of its next text, its parts and rank keys."""
+
+    job: IngestJob
+    writer: PartWriter
+    reading: dict[str, int] = field(default_factory=dict)  # path -> source index, as read
+    ranks: list[pl.DataFrame] = field(default_factory=list)
+    base: int | None = None
+
+    def __post_init__(self) -> None:
+        self.chunker = Chunker(self.job.chunk_docs)
+
+    def add(self, chunk: Chunk) -> None:
+        """Decode and flatten one chunk; hand its tables to the writer."""
+        meta, cut = chunk
+        if self.base is None:  # the task's first text: its first source's base
+            self.base = self.job.bases[self.reading[meta.paths[0]]]
+        decoded = decode_texts(meta.texts, cut, raw=meta.raw)
+        tables = build_tables(decoded, meta, self.base, self.job.batch_id)
+        self.base += len(meta.texts)
+        self.ranks.append(ranked(tables))  # what the run-version rule reads, per run
+        self.writer.source({path: self.reading[path] for path in meta.paths})
+        self.writer.add(tables.frames)
+        if self.writer.runs >= self.job.part_runs:
+            self.writer.flush()
 
 
 def ingest(
@@ -199,6 +253,10 @@ def _ingest_batch(
         )
         commit_batch(root, staging, batch_id, seq, files, [e for _, e in todo], superseding)
         summary.batches.append(batch_id)
+    except Exception:
+        with contextlib.suppress(Exception):  # a stopped session has no task left to wait for
+            settle(spark)  # a failed job's other tasks may still write: wait for them first
+        raise
     finally:
         if root.remote:  # parts of failed attempts (or of a failed job): never listed
             with contextlib.suppress(OSError):  # best effort: the next ingest removes them

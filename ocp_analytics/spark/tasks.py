@@ -9,6 +9,7 @@ back to the driver pickled, one payload row per task.
 from __future__ import annotations
 
 import pickle
+import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -18,14 +19,16 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 PAYLOAD = "part long, payload binary"
+SETTLE_S = 60.0  # how long a failed job's driver waits for its other tasks to end
 
 TaskHook = Callable[[str, int], None]
 """Called by a task at its checkpoints as ``hook(stage, index)``.
 
 ``("count", source)`` before a source's documents are counted,
-``("build", source)`` once a source's parts are written and before the task
-returns them, ``("evaluate", range)`` once a ``doc_id`` range is scanned and
-before it is evaluated.
+``("build", source)`` once a source is read (its texts may still wait in the
+task's chunk), ``("written", task)`` once every part of an ingest task is
+written and before the task returns them, ``("evaluate", range)`` once a
+``doc_id`` range is scanned and before it is evaluated.
 """
 
 HOOK: TaskHook | None = None
@@ -98,6 +101,28 @@ def run_tasks(spark: SparkSession, n: int, task: Callable[[int], object]) -> lis
             yield payload(i, task(i))
 
     return collect_payloads(one_per_task(spark, n).mapInArrow(run, PAYLOAD))
+
+
+def settle(spark: SparkSession, timeout: float = SETTLE_S) -> bool:
+    """Wait until no executor runs a task (at most ``timeout`` seconds); whether none does.
+
+    When one task fails, the job fails at once while its other tasks may
+    still run and write: a driver cleaning up after a failed job waits for
+    them first, so what they write is not left behind.
+
+    Examples
+    --------
+    >>> from ocp_analytics import spark as osp
+    >>> settle(osp.session("local[1]"))
+    True
+    """
+    tracker = spark.sparkContext.statusTracker()
+    deadline = time.monotonic() + timeout
+    while any(e.numRunningTasks for e in tracker.getExecutorInfos()):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def attempt_number() -> int:

@@ -9,7 +9,6 @@ rewrites the few staged parts that hold documents not to be written.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
@@ -104,15 +103,18 @@ def _count_codes(todo: Todo, files: list[Part], summary: IngestSummary) -> None:
 
 
 def _per_source(todo: Todo, files: list[Part]) -> None:
-    """Per-source quarantined and findings counts (parts are named by source index)."""
+    """Per-source quarantined and findings counts, by each row's ``source_path``.
+
+    A part names the sources it holds rows of (two shown by one path never
+    share one), so each row's path gives its source.
+    """
     for f in files:
-        if f.table not in ("quarantine", "findings"):
-            continue
-        found = re.search(r"-s(\d{5})-a\d+-\d{5}\.parquet$", f.name)
-        if found is None:
-            continue  # the driver's duplicate_run findings, counted already
-        entry = todo[int(found.group(1))][1]
-        if f.table == "quarantine":
-            entry.quarantined += f.rows
-        else:
-            entry.findings += f.rows
+        if f.table not in ("quarantine", "findings") or f.codes is None or not f.sources:
+            continue  # the driver's duplicate_run findings are counted already
+        rows = f.codes.group_by("source_path").len().iter_rows()
+        for path, n in rows:
+            entry = todo[f.sources[path]][1]
+            if f.table == "quarantine":
+                entry.quarantined += n
+            else:
+                entry.findings += n
