@@ -363,6 +363,20 @@ def test_a_part_never_holds_two_sources_shown_by_one_path(tmp_path: Path) -> Non
     ]
 
 
+def test_the_rule_takes_runs_of_sources_each_path_once() -> None:
+    """Sources shown by one path are never classified together: rows tell sources by path."""
+    from ocp_analytics.ingestion.batch import SourceSummary
+    from ocp_analytics.ingestion.sources import Source
+    from ocp_analytics.spark.commit import Built
+    from ocp_analytics.spark.versions import _read_runs
+
+    paths = ["a", "b", "a", "c", "d"]
+    todo = [(Source(p, Path(p), 0), SourceSummary(p, 0, "")) for p in paths]
+    built = [Built(0, [], None) for _ in paths]
+    runs = [[item[0].path for item, _ in run] for run in _read_runs(todo, built)]
+    assert runs == [["a", "b"], ["a", "c", "d"]]
+
+
 def _tasks(files: list[Path], spark: Any) -> list[list[int]]:
     """The build tasks of ``files`` (``spark.ingest._groups``)."""
     from ocp_analytics.spark.ingest import _groups
