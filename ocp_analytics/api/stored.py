@@ -39,7 +39,7 @@ import polars as pl
 
 from ocp_analytics.api.refresh import RefreshSummary, _decide_again, _Plan, _plans, _targets
 from ocp_analytics.engine.acceptance import CODED, OUTPUT_SCHEMA, decide
-from ocp_analytics.engine.evaluate import Sink, names_held, selected, slices
+from ocp_analytics.engine.evaluate import Sink, selected, window_slices
 from ocp_analytics.engine.known import KnownNames
 from ocp_analytics.model.rules import Rule
 from ocp_analytics.store.dataset import Dataset
@@ -179,9 +179,7 @@ def run_stored(
     wanted = list(dict.fromkeys(c for s in sinks for c in s.columns))
     coded = bool(sinks) and all(getattr(s, "coded", False) for s in sinks)
     counts = [0, 0]  # reused, decided
-    if known is not None:
-        known.rule_out(names_held(dataset, since, until))
-    parts = list(slices(dataset, slice_runs, since=since, until=until))
+    parts = window_slices(dataset, slice_runs, since, until, known)
     for i, (tables, exprs) in enumerate(selected(parts, since, until, where, carry, known), 1):
         carried = [e.meta.output_name() for e in exprs]
         cols = [c for c in wanted if c in OUTPUT_SCHEMA] + carried

@@ -272,6 +272,25 @@ def names_held(
     return ds.within(since, until).signal_names() if isinstance(ds, Dataset) else None
 
 
+def window_slices(
+    dataset: DatasetLike,
+    slice_runs: int,
+    since: datetime | None,
+    until: datetime | None,
+    known: KnownNames | None,
+) -> list[Tables]:
+    """The slices of the runs in ``[since, until)``, ``known`` told first what the window holds.
+
+    What every loop over a window's slices (:func:`slices`) starts with: the
+    dataset scanned once, for the names its manifest lists (:func:`names_held`,
+    handed to ``known``) and then for its slices.
+    """
+    ds = scan_at(dataset)
+    if known is not None:
+        known.rule_out(names_held(ds, since, until))
+    return list(slices(ds, slice_runs, since=since, until=until))
+
+
 def selected(
     parts: Iterable[Tables],
     since: datetime | None,
@@ -344,10 +363,7 @@ def run(
     wanted = list(dict.fromkeys(c for s in sinks for c in s.columns))
     coded = bool(sinks) and all(getattr(s, "coded", False) for s in sinks)
     closes = WINDOW_CLOSES in wanted  # a sink asks when open windows close
-    dataset = scan_at(dataset)  # scanned once: the names it holds, then its slices
-    if known is not None:
-        known.rule_out(names_held(dataset, since, until))
-    parts = list(slices(dataset, slice_runs, since=since, until=until))
+    parts = window_slices(dataset, slice_runs, since, until, known)
     # Leaving the pool waits for a hand-over still running, also when the
     # loop raises (that error wins; the hand-over's, if any, stays unread).
     with ThreadPoolExecutor(1, thread_name_prefix="ocp-rules") as pool:

@@ -28,12 +28,11 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from ocp_analytics.engine.acceptance import decide
-from ocp_analytics.engine.evaluate import SLICE_RUNS, names_held, selected, slices
+from ocp_analytics.engine.evaluate import SLICE_RUNS, selected, window_slices
 from ocp_analytics.engine.features import FAIL, PASS, UNKNOWN, known_at, latest_scores
 from ocp_analytics.engine.known import KnownNames
 from ocp_analytics.exceptions import OcpAnalyticsError, hint
 from ocp_analytics.model.rules import Rule
-from ocp_analytics.store.dataset import scan_at
 
 if TYPE_CHECKING:
     from ocp_analytics._typing import DatasetLike
@@ -234,10 +233,7 @@ def collect_sweep_rows(
     run besides the groups. One frame per rule (with no column when there
     was no slice).
     """
-    dataset = scan_at(dataset)  # scanned once: the names it holds, then its slices
-    if known is not None:
-        known.rule_out(names_held(dataset, since, until))
-    parts = slices(dataset, slice_runs, since=since, until=until)
+    parts = window_slices(dataset, slice_runs, since, until, known)
     frames: list[list[pl.DataFrame]] = [[] for _ in rules]
     for tables, exprs in selected(parts, since, until, where, carry, known):
         for kept, frame in zip(
