@@ -545,22 +545,30 @@ def test_current_versions_read_through_the_shared_superseded_read(tmp_path: Path
     """``Dataset.current`` holds the rows ``ds[table]`` holds, for every run table.
 
     The report's data quality and freshness read the tables through it, so the
-    replaced versions are read once for the passes and them.
+    replaced versions are read once for the passes and them; a window's
+    tables (``within``) keep its runs only, findings too.
     """
     from benchmarks.generate import generate_documents
     from ocp_analytics.schemas import RUN_TABLES
 
-    docs = list(generate_documents(60, 11))
+    docs = sorted(generate_documents(60, 11), key=lambda d: d["run"].get("ended_at") or "")
+    docs = [d for d in docs if d["run"].get("ended_at")]
+    docs[0]["run"]["ended_at"] = "not a time"  # a finding in the first batch, out of the window
     ds = tmp_path / "ds"
-    oa.ingest(_ndjson(tmp_path / "a.ndjson", docs), ds)
-    again = json.loads(json.dumps(docs[:7]))
-    for d in again:  # new versions of 7 runs, each moved to another team and end
-        d["run"]["ended_at"] = d["run"]["started_at"]
+    oa.ingest(_ndjson(tmp_path / "a.ndjson", docs[:30]), ds)
+    oa.ingest(_ndjson(tmp_path / "b.ndjson", docs[30:]), ds)
+    again = json.loads(json.dumps(docs[40:47]))
+    for d in again:  # new versions of 7 runs, each moved to another team
         d["run"].setdefault("labels", {})["team"] = "moved"
-    oa.ingest(_ndjson(tmp_path / "b.ndjson", again), ds)
+    oa.ingest(_ndjson(tmp_path / "c.ndjson", again), ds)
     scanned = oa.scan_dataset(ds)
     assert scanned.superseded() is not None and scanned.superseded().height == 7
-    for table in RUN_TABLES:
-        want = scanned[table].collect()
-        got = scanned.current(table).collect()
-        assert got.sort(got.columns).equals(want.sort(want.columns)), table
+    since = datetime.fromisoformat(docs[35]["run"]["ended_at"].replace("Z", "+00:00"))
+    windowed = scanned.within(since, None)
+    assert windowed.parts is not None and windowed.parts.pruned
+    for read in (scanned, windowed):
+        for table in RUN_TABLES:
+            want = read[table].collect()
+            got = read.current(table).collect()
+            assert got.sort(got.columns).equals(want.sort(want.columns)), table
+    assert scanned.current("findings").collect().height > windowed["findings"].collect().height

@@ -108,7 +108,10 @@ def settle(spark: SparkSession, timeout: float = SETTLE_S) -> bool:
 
     When one task fails, the job fails at once while its other tasks may
     still run and write: a driver cleaning up after a failed job waits for
-    them first, so what they write is not left behind.
+    them first, so what they write is not left behind. It counts every task
+    of the session's executors (another job's too), and after ``timeout``
+    cleans up anyway: what a task writes later is removed by the next ingest
+    (``remove_orphans``).
 
     Examples
     --------

@@ -302,7 +302,8 @@ class Dataset:
         The rows of ``self[name]``; a report's readers of several tables take
         the replaced versions out with one read instead of one each.
         """
-        stale = self.superseded() if name in S.RUN_TABLES else None
+        pruned = self.parts is not None and self.parts.pruned  # frames keep the window's runs
+        stale = self.superseded() if name in S.RUN_TABLES and not pruned else None
         if stale is None:
             return self.frames[name]
         return self.scans[name].join(stale.lazy(), on="doc_id", how="anti")
