@@ -126,15 +126,13 @@ class PartWriter:
             self.flush()
         self.holding.update(paths)
 
-    def add(self, frames: Mapping[str, pl.DataFrame]) -> int:
-        """Hold the non-empty frames; return the runs added."""
+    def add(self, frames: Mapping[str, pl.DataFrame]) -> None:
+        """Hold the non-empty frames; their runs count towards :attr:`runs`."""
         for table, frame in frames.items():
             if frame.height:
                 self.pending.setdefault(table, []).append(frame)
         runs = frames.get("runs")
-        added = 0 if runs is None else runs.height
-        self.runs += added
-        return added
+        self.runs += 0 if runs is None else runs.height
 
     def flush(self) -> None:
         """Write one part per table held (``PREFIX-NNNNN.parquet``)."""
