@@ -44,6 +44,16 @@ def test_folder_left_by_a_killed_create_is_completed(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize("damage", [b"", b"PAR1 not a footer PAR1"])
+def test_a_damaged_empty_table_file_is_written_again(tmp_path: Path, damage: bytes) -> None:
+    root = tmp_path / "ds"
+    oa.ingest(SOLO, root)
+    empty = root / D.SCHEMA_DIR / "signals.parquet"
+    empty.write_bytes(damage)
+    oa.ingest(SOLO, root)  # a rerun reads the schema files first: no traceback from them
+    assert pl.read_parquet(empty).columns == S.TABLES["signals"].names
+
+
 def test_folder_with_other_content_is_still_refused(tmp_path: Path) -> None:
     root = tmp_path / "ds"
     (root / "runs").mkdir(parents=True)

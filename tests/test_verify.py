@@ -10,6 +10,7 @@ from typing import Any
 import duckdb
 import orjson
 import polars as pl
+import pyarrow.parquet as pq
 import pytest
 from polars.exceptions import ColumnNotFoundError, ComputeError, PanicException
 
@@ -85,6 +86,20 @@ def _flip_footer(path: Path) -> None:
     path.write_bytes(bytes(data))
 
 
+def _flip_name(path: Path) -> None:
+    """XOR the name of the first column where the footer's schema holds it.
+
+    pyarrow decodes the names when it reads a footer: the flipped name is not
+    UTF-8, and raises a ``UnicodeDecodeError`` rather than an Arrow error.
+    """
+    data = bytearray(path.read_bytes())
+    footer = int.from_bytes(data[-8:-4], "little")
+    name = pq.read_schema(path).names[0].encode()
+    at = data.index(name, len(data) - 8 - footer)
+    data[at : at + len(name)] = bytes(b ^ 0xFF for b in name)
+    path.write_bytes(bytes(data))
+
+
 def damage(path: Path, kind: str, other: Path) -> str:
     """Damage the file ``path`` as ``kind`` says; the problem ``verify`` reports.
 
@@ -122,10 +137,13 @@ def test_verify_finds_a_damaged_part(ds: Path, table: str, kind: str) -> None:
     assert rel in str(found[0]) and record["batch_id"] in str(found[0])
 
 
+@pytest.mark.parametrize("flip", [_flip_footer, _flip_name])
 @pytest.mark.parametrize("table", list(S.TABLES))
-def test_a_footer_check_alone_finds_a_damaged_footer(ds: Path, table: str) -> None:
+def test_a_footer_check_alone_finds_a_damaged_footer(
+    ds: Path, table: str, flip: Callable[[Path], None]
+) -> None:
     (record, rel), _ = _parts(ds, table)
-    _flip_footer(ds / rel)
+    flip(ds / rel)
     found = verify(ds, checksums=False)
     assert [(d.file, d.seq) for d in found] == [(rel, record["seq"])]
     assert found[0].problem.startswith("unreadable Parquet footer (")
@@ -218,7 +236,7 @@ def test_a_damaged_record_stops_readers_with_one_line(ds: Path) -> None:
     assert message.endswith(f"Hint: run `ocp-analytics verify {ds}`.")
 
 
-@pytest.mark.parametrize("damage", [_truncate, _flip_footer, _flip, Path.unlink])
+@pytest.mark.parametrize("damage", [_truncate, _flip_footer, _flip_name, _flip, Path.unlink])
 @pytest.mark.parametrize("table", list(S.TABLES))
 def test_a_read_failing_on_a_damaged_part_names_it_in_one_line(
     ds: Path, table: str, damage: Callable[[Path], None]
@@ -227,7 +245,7 @@ def test_a_read_failing_on_a_damaged_part_names_it_in_one_line(
     damage(ds / rel)
     with pytest.raises(oa.DatasetError) as caught, damaged_parts(ds):
         oa.scan_dataset(ds)[table].collect()
-        if damage in (_flip, _flip_footer):  # flipped bytes may read, or fail: say they fail
+        if damage in (_flip, _flip_footer, _flip_name):  # flipped bytes may read: say they fail
             raise PanicException("called `Option::unwrap()` on a `None` value")
     message = str(caught.value)
     assert "\n" not in message

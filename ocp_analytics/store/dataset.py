@@ -140,9 +140,12 @@ def _is_unfinished(root: Store) -> bool:
     return not root.child(BATCHES).names()
 
 
-def _columns(file: Store) -> list[str]:
-    with file.open() as f:
-        return pq.read_schema(f).names
+def _columns(file: Store) -> list[str] | None:
+    try:
+        with file.open() as f:
+            return pq.read_schema(f).names
+    except (OSError, pa.ArrowException, ValueError):  # damaged: create writes it again
+        return None
 
 
 def create(path: str | Path | Store) -> Store:

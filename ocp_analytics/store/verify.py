@@ -440,7 +440,9 @@ def _inspect(root: Store, entry: PartEntry, checksum: bool) -> tuple[str | None,
     try:
         with target.open() as f:
             rows = pq.read_metadata(f).num_rows
-    except (OSError, pa.ArrowException) as exc:
+    except (OSError, pa.ArrowException, ValueError) as exc:
+        # ValueError: pyarrow decodes a column's name when it reads the footer, and
+        # flipped bytes there raise UnicodeDecodeError, not an Arrow error
         return f"unreadable Parquet footer ({_first_line(exc)})", size, 0
     if entry.rows is not None and rows != entry.rows:
         return f"{rows} rows, the manifest says {entry.rows}", size, rows
