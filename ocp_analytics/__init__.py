@@ -28,6 +28,7 @@ from ocp_analytics.exceptions import (
     OcpAnalyticsError,
     RuleError,
     SourceError,
+    SqlSetupError,
     StrictIngestError,
 )
 from ocp_analytics.ingestion.batch import IngestSummary, ingest, read_documents
@@ -51,6 +52,7 @@ __all__ = [
     "RuleError",
     "ScoreTarget",
     "SourceError",
+    "SqlSetupError",
     "StrictIngestError",
     "__version__",
     "acceptance",

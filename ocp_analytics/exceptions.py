@@ -19,6 +19,10 @@ class DatasetError(OcpAnalyticsError):
     """A dataset folder is missing, not a dataset, or locked by another ingest."""
 
 
+class SqlSetupError(OcpAnalyticsError):
+    """The package's own SQL (views, macros) failed on a dataset: its files are the cause."""
+
+
 class RuleError(OcpAnalyticsError):
     """An alternative rule cannot be read; raised before any work is done."""
 

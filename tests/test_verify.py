@@ -262,6 +262,48 @@ def test_duckdb_failing_on_a_damaged_part_names_it(ds: Path) -> None:
         duckdb.sql(f"SELECT count(*) FROM read_parquet('{ds / rel}')").fetchall()
 
 
+@pytest.mark.parametrize("damage", [_truncate, _flip_footer, _flip_name])
+@pytest.mark.parametrize("table", ["signals", "runs", f"{D.SCHEMA_DIR}/runs"])
+def test_the_sql_command_on_a_damaged_part_names_it(
+    ds: Path, table: str, damage: Callable[[Path], None]
+) -> None:
+    """DuckDB's errors on damaged files: an untyped ``duckdb.Error`` (a footer's thrift), a
+    binder error of the package's own views, a column name that is not UTF-8 (raised as
+    ``UnicodeDecodeError``, or as a ``RuntimeError`` when the message holds it)."""
+    from typer.testing import CliRunner
+
+    from ocp_analytics.cli import app
+
+    rel = f"{table}.parquet" if table.startswith(D.SCHEMA_DIR) else _parts(ds, table)[0][1]
+    damage(ds / rel)
+    query = f"SELECT * FROM {table.split('/')[-1]}"
+    result = CliRunner().invoke(app, ["sql", str(ds), query])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    [line] = [ln for ln in result.output.splitlines() if ln.startswith("error:")]
+    assert f" {rel}: " in line and line.endswith(f"`ocp-analytics verify {ds}`.")
+
+
+def test_a_damaged_empty_table_file_is_named_and_written_again(ds: Path) -> None:
+    from typer.testing import CliRunner
+
+    from ocp_analytics.cli import app
+
+    rel = f"{D.SCHEMA_DIR}/signals.parquet"
+    _flip_footer(ds / rel)
+    (found,) = verify(ds)
+    assert (found.file, found.table) == (rel, D.SCHEMA_DIR)
+    assert found.problem.startswith("unreadable Parquet footer (")
+    result = CliRunner().invoke(app, ["sql", str(ds), "SELECT count(*) AS n FROM signals"])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    [line] = [ln for ln in result.output.splitlines() if ln.startswith("error:")]
+    assert f"damaged empty table file {rel}: unreadable Parquet footer (" in line
+    assert line.endswith(f"Hint: run `ocp-analytics verify {ds}`.")
+    result = CliRunner().invoke(app, ["verify", str(ds), "--repair"])
+    assert result.exit_code == 0 and f"{rel}: written again" in result.output, result.output
+    assert verify(ds) == []
+    assert pl.read_parquet(ds / rel).columns == S.TABLES["signals"].names
+
+
 def test_errors_no_damage_explains_are_raised_as_they_were(whole: Path) -> None:
     with pytest.raises(ColumnNotFoundError), damaged_parts(whole):
         oa.scan_dataset(whole).runs.select("no_such_column").collect()

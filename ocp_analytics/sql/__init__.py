@@ -29,7 +29,7 @@ import polars as pl
 
 from ocp_analytics._typing import RulesLike, StoreLike, When
 from ocp_analytics.engine.timeaxis import resolve_as_of
-from ocp_analytics.exceptions import OcpAnalyticsError, hint
+from ocp_analytics.exceptions import OcpAnalyticsError, SqlSetupError, hint
 from ocp_analytics.model.rules import Rule, resolve_rules
 from ocp_analytics.schemas import TABLES
 from ocp_analytics.sql._tiers import tier_macros
@@ -204,7 +204,7 @@ def _run_setup(con: duckdb.DuckDBPyConnection) -> None:
         try:
             con.execute(text)
         except duckdb.Error as exc:
-            raise OcpAnalyticsError(
+            raise SqlSetupError(
                 hint(
                     f"sql/{name} failed: {exc}",
                     "check that the dataset is readable; if the file was "

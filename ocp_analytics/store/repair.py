@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 from ocp_analytics import schemas as S
 from ocp_analytics.exceptions import DatasetError
 from ocp_analytics.store.commits import commit, read_commits, table_files
-from ocp_analytics.store.dataset import create, locked, open_existing
+from ocp_analytics.store.dataset import SCHEMA_DIR, create, locked, open_existing
 from ocp_analytics.store.decisions import DECISIONS, DecisionStore
 from ocp_analytics.store.manifest import PartEntry, record_entries
 from ocp_analytics.store.storage import Store
@@ -77,7 +77,7 @@ class RepairSummary:
     dataset: str
     batches: list[BatchRepair] = field(default_factory=list)
     unplaced: list[Damage] = field(default_factory=list)
-    stores: list[str] = field(default_factory=list)  # one line per damaged decisions store
+    stores: list[str] = field(default_factory=list)  # a line per damaged store or _schema file
 
     @property
     def ok(self) -> bool:
@@ -115,7 +115,10 @@ def repair(dataset: StoreLike, reingest: Reingest) -> RepairSummary:
     with locked(root):
         damages = check(root).damages
         summary.stores = _drop_stores(root, [d for d in damages if d.table == DECISIONS])
-        damages = [d for d in damages if d.table != DECISIONS]
+        if empty := [d.file for d in damages if d.table == SCHEMA_DIR]:
+            create(root)  # writes again each empty table file it cannot read
+            summary.stores += [f"{f}: written again" for f in empty]
+        damages = [d for d in damages if d.table not in (DECISIONS, SCHEMA_DIR)]
         records = {r["seq"]: r for r in read_commits(root)}
         by_seq: dict[int, list[Damage]] = {}
         for d in damages:

@@ -31,9 +31,9 @@ import pyarrow.parquet as pq
 from polars.exceptions import ComputeError, PanicException
 
 from ocp_analytics import schemas as S
-from ocp_analytics.exceptions import DatasetError, OcpAnalyticsError
+from ocp_analytics.exceptions import DatasetError, OcpAnalyticsError, SqlSetupError
 from ocp_analytics.store.commits import BATCHES, oldest_readable, record_names
-from ocp_analytics.store.dataset import open_existing
+from ocp_analytics.store.dataset import SCHEMA_DIR, open_existing
 from ocp_analytics.store.decisions import DECISIONS, DecisionStore, chain_files
 from ocp_analytics.store.maintenance import files_read_from
 from ocp_analytics.store.manifest import PartEntry, record_entries
@@ -176,9 +176,28 @@ def check(dataset: StoreLike, *, checksums: bool = True) -> Checked:
     damages += [_with(d, p) for (_, d), (p, _, _) in zip(checks, found, strict=True) if p]
     # the dataset's own damage first, the stores' after (readers name the first)
     own = [d for d in damages if d.table != DECISIONS]
-    damages = own + unreadable + [d for d in damages if d.table == DECISIONS]
+    damages = own + _empty_tables(root) + unreadable + [d for d in damages if d.table == DECISIONS]
     size, rows = sum(f[1] for f in found), sum(f[2] for f in found)
     return Checked(damages, records, len(checks) - len(stored), size, rows, checksums, len(stored))
+
+
+def _empty_tables(root: Store) -> list[Damage]:
+    """Each unreadable ``_schema`` file (one missing is a dataset's from before its table)."""
+    out = []
+    for table in S.TABLES:
+        target = root.child(SCHEMA_DIR, f"{table}.parquet")
+        try:
+            with target.open() as f:
+                pq.read_schema(f)
+        except FileNotFoundError:
+            continue
+        except (OSError, pa.ArrowException, ValueError) as exc:
+            problem = f"unreadable Parquet footer ({_first_line(exc)}){_REWRITE}"
+            out.append(Damage(f"{SCHEMA_DIR}/{table}.parquet", problem, SCHEMA_DIR))
+    return out
+
+
+_REWRITE = "; the empty table SQL reads: `verify --repair` or the next ingest writes it again"
 
 
 # --- the decisions stores --------------------------------------------------------------
@@ -472,7 +491,8 @@ def damaged_parts(dataset: StoreLike) -> Iterator[None]:
     Around code that reads the dataset (``with damaged_parts(path): frame.collect()``):
     on an error a damaged part may cause (polars' ``ComputeError`` and
     ``PanicException``, pyarrow's ``ArrowInvalid`` and ``OSError``, DuckDB's
-    input and I/O errors, or an error of the package caused by one of these),
+    input, I/O and untyped errors, a name read that is not UTF-8, an error
+    of the package caused by one of these or by its own SQL on the files),
     the dataset's parts are checked (sizes and footers; then checksums, when
     the error is a panic or a Parquet decoding error's) and the first
     damaged one is named, with a hint to run ``ocp-analytics verify``. An
@@ -501,7 +521,8 @@ def damaged_parts(dataset: StoreLike) -> Iterator[None]:
         yield
     except BaseException as exc:
         read = exc.__cause__ if isinstance(exc, OcpAnalyticsError) else exc
-        if read is None or not _may_be_damage(read, dataset):
+        ours = isinstance(exc, SqlSetupError)  # even a binder error: a file's columns are wrong
+        if read is None or not (ours or _may_be_damage(read, dataset)):
             raise
         explained = _explain(dataset, read)
         if explained is None:
@@ -514,15 +535,16 @@ def _may_be_damage(exc: BaseException, dataset: StoreLike) -> bool:
         return False
     if isinstance(exc, OSError) and exc.filename is not None:
         return _inside(str(exc.filename), dataset)
-    kinds: tuple[type[BaseException], ...] = (
-        ComputeError,
-        PanicException,
-        pa.ArrowException,
-        OSError,
-    )
+    if isinstance(exc, RuntimeError) and str(exc).startswith("nanobind::"):
+        return True  # DuckDB's error message held bytes no text holds: a damaged name
+    # UnicodeDecodeError: DuckDB or pyarrow giving a damaged column name as text
+    kinds: tuple[type[BaseException], ...] = (ComputeError, PanicException, pa.ArrowException)
+    kinds += (OSError, UnicodeDecodeError)
     duckdb = sys.modules.get("duckdb")  # never imported here: only a reader that uses it
     if duckdb is not None:
         kinds += (duckdb.InvalidInputException, duckdb.IOException, duckdb.InternalException)
+        if type(exc) is duckdb.Error:  # untyped: how DuckDB raises a footer's thrift error
+            return True
     return isinstance(exc, kinds)
 
 
@@ -548,6 +570,7 @@ def _explain(dataset: StoreLike, exc: BaseException) -> DatasetError | None:
     # every byte is hashed only for an error that reading damaged bytes explains:
     # an unrelated error must not cost a read of the whole dataset
     hash_all = decoding or isinstance(exc, PanicException | pa.ArrowException) or _duck(exc)
+    hash_all |= isinstance(exc, UnicodeDecodeError | RuntimeError)
     try:
         root = open_existing(dataset)
         damages = verify(root, checksums=False) or (verify(root) if hash_all else [])
@@ -569,7 +592,7 @@ def _explain(dataset: StoreLike, exc: BaseException) -> DatasetError | None:
     return None
 
 
-_WHAT = {DECISIONS: "decisions store file"}
+_WHAT = {DECISIONS: "decisions store file", SCHEMA_DIR: "empty table file"}
 
 
 def _duck(exc: BaseException) -> bool:
