@@ -51,6 +51,8 @@ from ocp_analytics.store.commits import (
 from ocp_analytics.store.commits import STAGING as STAGING
 from ocp_analytics.store.commits import record_names as record_names
 from ocp_analytics.store.commits import remove_orphans as remove_orphans
+from ocp_analytics.store.empty_tables import SCHEMA_DIR as SCHEMA_DIR
+from ocp_analytics.store.empty_tables import columns
 from ocp_analytics.store.manifest import PartEntry, describe_part, names_held, tables_entries
 from ocp_analytics.store.prune import WINDOWED, PartChoice, choose_parts, parts_meeting
 from ocp_analytics.store.storage import Store, store
@@ -60,7 +62,6 @@ if TYPE_CHECKING:
 
 FORMAT = {"format": "ocp-analytics-dataset", "version": 1}
 MARKER = "ocp-dataset.json"
-SCHEMA_DIR = "_schema"  # one empty Parquet file per table, for SQL readers
 
 
 @overload
@@ -140,14 +141,6 @@ def _is_unfinished(root: Store) -> bool:
     return not root.child(BATCHES).names()
 
 
-def _columns(file: Store) -> list[str] | None:
-    try:
-        with file.open() as f:
-            return pq.read_schema(f).names
-    except (OSError, pa.ArrowException, ValueError):  # damaged: create writes it again
-        return None
-
-
 def create(path: str | Path | Store) -> Store:
     """Create an empty dataset folder (or return an existing one).
 
@@ -172,7 +165,7 @@ def create(path: str | Path | Store) -> Store:
         root.child(name).mkdir()
     for table, schema in S.TABLES.items():
         empty = root.child(SCHEMA_DIR, f"{table}.parquet")
-        if not empty.is_file() or _columns(empty) != schema.names:
+        if not empty.is_file() or columns(empty) != schema.names:
             # a dataset made by an earlier version gets today's columns: DuckDB
             # reads every listed file with the columns of the first and
             # refuses a file (this one, listed last) that lacks one of them

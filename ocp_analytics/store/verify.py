@@ -33,8 +33,9 @@ from polars.exceptions import ComputeError, PanicException
 from ocp_analytics import schemas as S
 from ocp_analytics.exceptions import DatasetError, OcpAnalyticsError, SqlSetupError
 from ocp_analytics.store.commits import BATCHES, oldest_readable, record_names
-from ocp_analytics.store.dataset import SCHEMA_DIR, open_existing
+from ocp_analytics.store.dataset import open_existing
 from ocp_analytics.store.decisions import DECISIONS, DecisionStore, chain_files
+from ocp_analytics.store.empty_tables import SCHEMA_DIR, damaged
 from ocp_analytics.store.maintenance import files_read_from
 from ocp_analytics.store.manifest import PartEntry, record_entries
 from ocp_analytics.store.storage import Store, store
@@ -176,28 +177,10 @@ def check(dataset: StoreLike, *, checksums: bool = True) -> Checked:
     damages += [_with(d, p) for (_, d), (p, _, _) in zip(checks, found, strict=True) if p]
     # the dataset's own damage first, the stores' after (readers name the first)
     own = [d for d in damages if d.table != DECISIONS]
-    damages = own + _empty_tables(root) + unreadable + [d for d in damages if d.table == DECISIONS]
+    empties = [Damage(f, problem, SCHEMA_DIR) for f, problem in damaged(root)]
+    damages = own + empties + unreadable + [d for d in damages if d.table == DECISIONS]
     size, rows = sum(f[1] for f in found), sum(f[2] for f in found)
     return Checked(damages, records, len(checks) - len(stored), size, rows, checksums, len(stored))
-
-
-def _empty_tables(root: Store) -> list[Damage]:
-    """Each unreadable ``_schema`` file (one missing is a dataset's from before its table)."""
-    out = []
-    for table in S.TABLES:
-        target = root.child(SCHEMA_DIR, f"{table}.parquet")
-        try:
-            with target.open() as f:
-                pq.read_schema(f)
-        except FileNotFoundError:
-            continue
-        except (OSError, pa.ArrowException, ValueError) as exc:
-            problem = f"unreadable Parquet footer ({_first_line(exc)}){_REWRITE}"
-            out.append(Damage(f"{SCHEMA_DIR}/{table}.parquet", problem, SCHEMA_DIR))
-    return out
-
-
-_REWRITE = "; the empty table SQL reads: `verify --repair` or the next ingest writes it again"
 
 
 # --- the decisions stores --------------------------------------------------------------
