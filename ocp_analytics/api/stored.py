@@ -38,7 +38,7 @@ from datetime import datetime
 import polars as pl
 
 from ocp_analytics.api.refresh import RefreshSummary, _decide_again, _Plan, _plans, _targets
-from ocp_analytics.engine.acceptance import CODED, OUTPUT_SCHEMA, decide
+from ocp_analytics.engine.acceptance import CODED_TYPES, OUTPUT_SCHEMA, decide
 from ocp_analytics.engine.evaluate import Sink, selected, window_slices
 from ocp_analytics.engine.known import KnownNames
 from ocp_analytics.model.rules import Rule
@@ -94,6 +94,8 @@ class _Live:
 
     def __init__(self, plan: _Plan, again: pl.DataFrame | None) -> None:
         assert plan.record is not None
+        # a named rule's rows all hold its name: given, not read (the recorded rule's vary)
+        self.name = None if plan.target is None else plan.target.name
         kept = plan.store.scan(plan.record)
         if plan.dropped.len():
             kept = kept.filter(~pl.col("doc_id").is_in(plan.dropped.implode()))
@@ -112,7 +114,8 @@ class _Live:
         ids = runs.get_column("doc_id")
         lo, hi = ids.min(), ids.max()
         bounds = pl.col("doc_id").is_between(lo, hi) if ids.len() else pl.lit(False)
-        stored = [c for c in cols if c in _STORED and c not in runs.columns and c != "as_of"]
+        given = {*runs.columns, "as_of", *(("rule",) if self.name is not None else ())}
+        stored = [c for c in cols if c in _STORED and c not in given]
         read = ["doc_id", *stored]
         kept = self.kept.select(read).filter(bounds).join(runs.lazy(), on="doc_id", how="inner")
         again = None
@@ -122,25 +125,35 @@ class _Live:
 
 
 def _as_decided(
-    frames: Sequence[pl.DataFrame], cols: Sequence[str], when: datetime, coded: bool
+    frames: Sequence[pl.DataFrame],
+    cols: Sequence[str],
+    when: datetime,
+    coded: bool,
+    name: str | None = None,
 ) -> pl.DataFrame:
     """A stored rule's rows of a slice as the loop hands them: ``cols``, decision types, ``as_of``.
 
-    With ``coded``, the :data:`~ocp_analytics.engine.acceptance.CODED` texts
-    as Enum columns of their words (what ``decide(..., coded=True)`` gives).
+    ``name``: the named rule whose rows these are (its ``rule`` column is
+    given, not read). With ``coded``, the
+    :data:`~ocp_analytics.engine.acceptance.CODED` texts as the Enum columns
+    ``decide(..., coded=True)`` gives: outcomes and tiers of all their words,
+    a named rule's of its one name, the recorded rules' of the names read.
     """
     types = {c: OUTPUT_SCHEMA[c] for c in cols if c in OUTPUT_SCHEMA}
-    at = pl.lit(when, OUTPUT_SCHEMA["as_of"]).alias("as_of")
-    parts = [f.with_columns(at).select(cols).cast(types) for f in frames]  # type: ignore[arg-type]
+    given = [pl.lit(when, OUTPUT_SCHEMA["as_of"]).alias("as_of")]
+    if name is not None:
+        given.append(pl.lit(name, pl.Enum([name]) if coded else pl.String).alias("rule"))
+    if coded:
+        types |= {c: t for c, t in CODED_TYPES.items() if c in types}
+    if name is not None:
+        types.pop("rule", None)  # given above, of its type
+    parts = [f.with_columns(given).select(cols).cast(types) for f in frames]  # type: ignore[arg-type]
     out = parts[0] if len(parts) == 1 else pl.concat(parts)
-    if not coded:
+    if not coded or name is not None or "rule" not in out.columns:
         return out
-    words = {
-        c: out.get_column(c).drop_nulls().unique(maintain_order=True)
-        for c in CODED
-        if c in out.columns
-    }
-    return out.with_columns(pl.col(c).cast(pl.Enum(w.to_list())) for c, w in words.items())
+    names = out.get_column("rule").drop_nulls().unique(maintain_order=True)
+    return out.with_columns(pl.col("rule").cast(pl.Enum(names.to_list())))
+
 
 
 def run_stored(
@@ -183,7 +196,9 @@ def run_stored(
     for i, (tables, exprs) in enumerate(selected(parts, since, until, where, carry, known), 1):
         carried = [e.meta.output_name() for e in exprs]
         cols = [c for c in wanted if c in OUTPUT_SCHEMA] + carried
-        runs = tables["runs"].select("doc_id", *exprs).collect()
+        # run ids once from the slice's runs, not once a rule from each store
+        ids = ["run_id"] if "run_id" in cols and "run_id" not in carried else []
+        runs = tables["runs"].select("doc_id", *ids, *exprs).collect()
         decided = iter(
             decide(
                 tables,
@@ -231,4 +246,4 @@ def _stored_slice(
     frames = pl.collect_all([kept, *([] if again is None else [again])])
     counts[0] += frames[0].height
     counts[1] += sum(f.height for f in frames[1:])
-    return _as_decided(frames, cols, when, coded)
+    return _as_decided(frames, cols, when, coded, live.name)

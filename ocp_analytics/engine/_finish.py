@@ -64,6 +64,7 @@ _OUTCOMES = pl.Series(["accepted", "rejected", "unknown"], dtype=pl.String)
 # "Two slices in flight, texts handed over without a copy", 2026-12-04).
 _TIER_ENUM = _TIER_WORDS.cast(pl.Enum(OUTCOME_TIERS))
 _OUTCOME_ENUM = _OUTCOMES.cast(pl.Enum(_OUTCOMES.to_list()))
+CODED_TYPES = {"outcome": _OUTCOME_ENUM.dtype, "tier": _TIER_ENUM.dtype}  # a rule's: its name
 NO_WORDS = pl.lit([], pl.List(pl.String))  # the reasons of a part that passes
 _NOT_APPLICABLE = pl.Series([["no_rule"], ["invalid_rule"]], dtype=pl.List(pl.String))
 

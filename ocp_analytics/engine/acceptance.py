@@ -36,6 +36,7 @@ from ocp_analytics.engine._compiled import (
 )
 from ocp_analytics.engine._finish import (
     CODED,
+    CODED_TYPES,
     OUTPUT_SCHEMA,
     WINDOW_CLOSES,
     Words,
@@ -85,6 +86,7 @@ DECIDE_READS: Mapping[str, tuple[str, ...]] = {
 
 __all__ = [
     "CODED",
+    "CODED_TYPES",
     "DECIDE_READS",
     "OUTPUT_SCHEMA",
     "SEP",
