@@ -155,7 +155,6 @@ def _as_decided(
     return out.with_columns(pl.col("rule").cast(pl.Enum(names.to_list())))
 
 
-
 def run_stored(
     ds: object,
     rules: Sequence[Rule],
