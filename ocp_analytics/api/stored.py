@@ -141,12 +141,11 @@ def _as_decided(
     """
     types = {c: OUTPUT_SCHEMA[c] for c in cols if c in OUTPUT_SCHEMA}
     given = [pl.lit(when, OUTPUT_SCHEMA["as_of"]).alias("as_of")]
-    if name is not None:
-        given.append(pl.lit(name, pl.Enum([name]) if coded else pl.String).alias("rule"))
     if coded:
         types |= {c: t for c, t in CODED_TYPES.items() if c in types}
     if name is not None:
-        types.pop("rule", None)  # given above, of its type
+        given.append(pl.lit(name, pl.Enum([name]) if coded else pl.String).alias("rule"))
+        types.pop("rule", None)  # given of its type
     parts = [f.with_columns(given).select(cols).cast(types) for f in frames]  # type: ignore[arg-type]
     out = parts[0] if len(parts) == 1 else pl.concat(parts)
     if not coded or name is not None or "rule" not in out.columns:

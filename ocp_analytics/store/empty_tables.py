@@ -10,6 +10,7 @@ before its table, which the next ingest or SQL read completes.
 
 from __future__ import annotations
 
+import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 from polars.exceptions import ComputeError, PanicException
@@ -42,8 +43,8 @@ def columns(file: Store) -> list[str] | None:
         return None
 
 
-def damaged(root: Store) -> list[tuple[str, str]]:
-    """Each unreadable empty table file of the dataset ``root``: its path and what is wrong."""
+def unreadable(root: Store) -> list[tuple[str, BaseException]]:
+    """Each empty table file of the dataset ``root`` that cannot be read, with the error."""
     out = []
     for table in S.TABLES:
         target = root.child(SCHEMA_DIR, f"{table}.parquet")
@@ -52,22 +53,15 @@ def damaged(root: Store) -> list[tuple[str, str]]:
         try:
             _read(target)
         except _DAMAGED as exc:
-            text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            problem = f"unreadable Parquet footer ({text}){REWRITE}"
-            out.append((f"{SCHEMA_DIR}/{table}.parquet", problem))
+            out.append((f"{SCHEMA_DIR}/{table}.parquet", exc))
     return out
 
 
 def _read(file: Store) -> list[str]:
     """Its columns, read by both readers of the package: each decodes a footer its own way
     (a field type polars refuses, pyarrow may pass)."""
-    import polars as pl
-
     with file.open() as f:
         names = pq.read_schema(f).names
         f.seek(0)
         pl.read_parquet(f)
     return names
-
-
-REWRITE = "; the empty table SQL reads: `verify --repair` or the next ingest writes it again"

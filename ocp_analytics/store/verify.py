@@ -32,10 +32,11 @@ from polars.exceptions import ComputeError, PanicException
 
 from ocp_analytics import schemas as S
 from ocp_analytics.exceptions import DatasetError, OcpAnalyticsError, SqlSetupError
+from ocp_analytics.store import empty_tables
 from ocp_analytics.store.commits import BATCHES, oldest_readable, record_names
 from ocp_analytics.store.dataset import open_existing
 from ocp_analytics.store.decisions import DECISIONS, DecisionStore, chain_files
-from ocp_analytics.store.empty_tables import SCHEMA_DIR, damaged
+from ocp_analytics.store.empty_tables import SCHEMA_DIR
 from ocp_analytics.store.maintenance import files_read_from
 from ocp_analytics.store.manifest import PartEntry, record_entries
 from ocp_analytics.store.storage import Store, store
@@ -177,7 +178,10 @@ def check(dataset: StoreLike, *, checksums: bool = True) -> Checked:
     damages += [_with(d, p) for (_, d), (p, _, _) in zip(checks, found, strict=True) if p]
     # the dataset's own damage first, the stores' after (readers name the first)
     own = [d for d in damages if d.table != DECISIONS]
-    empties = [Damage(f, problem, SCHEMA_DIR) for f, problem in damaged(root)]
+    empties = [
+        Damage(f, f"unreadable Parquet footer ({_first_line(exc)}){_REWRITE}", SCHEMA_DIR)
+        for f, exc in empty_tables.unreadable(root)
+    ]
     damages = own + empties + unreadable + [d for d in damages if d.table == DECISIONS]
     size, rows = sum(f[1] for f in found), sum(f[2] for f in found)
     return Checked(damages, records, len(checks) - len(stored), size, rows, checksums, len(stored))
@@ -576,6 +580,7 @@ def _explain(dataset: StoreLike, exc: BaseException) -> DatasetError | None:
 
 
 _WHAT = {DECISIONS: "decisions store file", SCHEMA_DIR: "empty table file"}
+_REWRITE = "; the empty table SQL reads: `verify --repair` or the next ingest writes it again"
 
 
 def _duck(exc: BaseException) -> bool:
