@@ -36,8 +36,8 @@ from ocp_analytics.ingestion.events import EventsSummary, ingest_events, unmatch
 from ocp_analytics.model.rules import Rule, ScoreTarget, read_rules_file
 from ocp_analytics.reporting.page import report
 from ocp_analytics.sql import connect, run_query
-from ocp_analytics.store.dataset import Dataset, scan_dataset
 from ocp_analytics.store.maintenance import compact, vacuum
+from ocp_analytics.store.scan import Dataset, scan_dataset
 
 __all__ = [
     "CheckResult",

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     import polars as pl
 
     from ocp_analytics.model.rules import Rule
-    from ocp_analytics.store.dataset import Dataset
+    from ocp_analytics.store.scan import Dataset
     from ocp_analytics.store.storage import Store
 
 __all__ = ["DatasetLike", "Period", "Progress", "RulesLike", "Silent", "StoreLike", "Tier", "When"]

@@ -13,6 +13,7 @@ import pytest
 import ocp_analytics as oa
 from ocp_analytics import schemas as S
 from ocp_analytics.store import dataset as D
+from ocp_analytics.store.scan import Dataset
 from ocp_analytics.store.storage import store
 
 SOLO = Path(__file__).parent / "data" / "examples" / "v0.3" / "solo.ocp.json"
@@ -125,7 +126,7 @@ DATA = SOLO.parents[2]
 AS_OF = "2027-01-01T00:00:00Z"
 
 
-def _frames(ds: D.Dataset) -> dict[str, pl.DataFrame]:
+def _frames(ds: Dataset) -> dict[str, pl.DataFrame]:
     tables = {f"scans.{t}": f for t, f in ds.scans.items()} | ds.frames
     return {t: f.collect().sort(pl.all(), nulls_last=True) for t, f in tables.items()}
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import shutil
@@ -266,6 +267,10 @@ def _strip_links(ds: Path, seqs: set[int]) -> None:
     for seq in seqs:
         record = ds / "_batches" / f"{seq:08d}.json"
         old = {k: v for k, v in json.loads(record.read_text()).items() if k != "signal_links"}
+        for entry in old.get("parts", []):  # the manifest says what the rewritten parts hold
+            if entry["file"] in files:
+                data = (ds / entry["file"]).read_bytes()
+                entry.update(size=len(data), sha256=hashlib.sha256(data).hexdigest())
         record.write_text(json.dumps(old))
 
 

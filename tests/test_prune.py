@@ -26,8 +26,8 @@ from polars.testing import assert_frame_equal
 import ocp_analytics as oa
 from benchmarks.generate import generate_documents, write_rules
 from ocp_analytics.ingestion import batch as ingest_batch
-from ocp_analytics.store import dataset as store_dataset
-from ocp_analytics.store.dataset import Dataset
+from ocp_analytics.store import scan as store_scan
+from ocp_analytics.store.scan import Dataset
 from tests.conftest import AS_OF, examples
 
 BATCHES = 8
@@ -130,13 +130,13 @@ def daily(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[da
 def opened(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """The parts scanned, by table, counted as the store builds each scan."""
     counts: dict[str, int] = {}
-    scan = store_dataset._scan
+    scan = store_scan._scan
 
-    def counting(root: Any, files: list[str], table: str) -> pl.LazyFrame:
+    def counting(root: Any, files: list[str], table: str, check: Any) -> pl.LazyFrame:
         counts[table] = counts.get(table, 0) + len(files)
-        return scan(root, files, table)
+        return scan(root, files, table, check)
 
-    monkeypatch.setattr(store_dataset, "_scan", counting)
+    monkeypatch.setattr(store_scan, "_scan", counting)
     return counts
 
 
@@ -244,13 +244,12 @@ def test_a_narrow_window_opens_few_parts(
     opened.clear()
     since, until = _window(times, 0.5, 0.52)
     oa.rates(ds, rules, as_of=AS_OF, since=since, until=until)
-    # the scan of the whole dataset, then the pruned one: a window of 2 % of the runs
-    # meets one or two of the 27 runs parts, beside the replacing batch's
-    pruned = {t: opened[t] - total[t] for t in ("runs", "signals", "attempts")}
-    assert 0 < pruned["runs"] <= 6 < total["runs"]
-    assert 0 < pruned["signals"] <= 6 < total["signals"]
-    assert 0 < pruned["attempts"] <= 6
-    assert opened["events"] == 2 * total["events"]  # late events are never pruned
+    # the pruned scan only (the whole dataset's tables are never built): a window of
+    # 2 % of the runs meets one or two of the 27 runs parts, beside the replacing batch's
+    assert 0 < opened["runs"] <= 6 < total["runs"]
+    assert 0 < opened["signals"] <= 6 < total["signals"]
+    assert 0 < opened["attempts"] <= 6
+    assert opened["events"] == total["events"]  # late events are never pruned
 
 
 def test_a_window_reads_the_newer_versions_outside_it(
@@ -350,8 +349,8 @@ def test_a_nights_refresh_opens_only_the_parts_of_the_runs_it_decides(
     opened.clear()
     night = oa.refresh(work, rules, as_of=AS_OF)
     assert night.decided == 5 * 5 and night.reused > 0  # 4 rules and the recorded one
-    # the scan of the whole dataset, then the new batch's parts only (its runs part twice:
-    # what arrived, then the runs to decide)
-    extra = {t: opened[t] - len(whole[t]) for t in ("runs", "signals", "attempts")}
-    assert extra == {"runs": 2, "signals": 1, "attempts": 1}
+    # the new batch's parts only (its runs part twice: what arrived, then the runs to
+    # decide); the whole dataset's tables are never built
+    read = {t: opened.get(t, 0) for t in ("runs", "signals", "attempts")}
+    assert read == {"runs": 2, "signals": 1, "attempts": 1}
     assert len(whole["signals"]) > 8

@@ -49,7 +49,7 @@ from ocp_analytics.engine.timeaxis import resolve_as_of
 from ocp_analytics.exceptions import OcpAnalyticsError, hint
 from ocp_analytics.model.rules import RECORDED, Rule, resolve_rules
 from ocp_analytics.store.commits import Snapshot
-from ocp_analytics.store.dataset import Dataset, scan_at
+from ocp_analytics.store.scan import Dataset, scan_at
 
 __all__ = ["EXIT_CODES", "GROUP_COLUMNS", "CheckResult", "Window", "check", "read_window"]
 

@@ -38,7 +38,7 @@ from ocp_analytics.engine.stats.cost import (
 from ocp_analytics.exceptions import OcpAnalyticsError, hint
 from ocp_analytics.model.rules import resolve_rules
 from ocp_analytics.store.commits import Snapshot
-from ocp_analytics.store.dataset import Dataset, scan_at
+from ocp_analytics.store.scan import Dataset, scan_at
 
 __all__ = ["cost", "run_costs"]
 

@@ -39,8 +39,8 @@ from ocp_analytics.exceptions import OcpAnalyticsError, hint
 from ocp_analytics.model.rules import resolve_rules
 from ocp_analytics.schemas import ACCEPTANCE, as_views
 from ocp_analytics.store.commits import Snapshot
-from ocp_analytics.store.dataset import Dataset, scan_at
 from ocp_analytics.store.parquet_writer import ThreadedParquetWriter, atomic_parquet
+from ocp_analytics.store.scan import Dataset, scan_at
 
 __all__ = ["acceptance", "attempts_distribution", "compare", "rates", "write_acceptance"]
 

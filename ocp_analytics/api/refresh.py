@@ -47,9 +47,9 @@ from ocp_analytics.engine.finality import (
 from ocp_analytics.engine.timeaxis import resolve_as_of
 from ocp_analytics.exceptions import DatasetError, hint
 from ocp_analytics.model.rules import Rule, resolve_rules
-from ocp_analytics.store.dataset import Dataset, scan_dataset
 from ocp_analytics.store.decisions import DECISIONS_SCHEMA, DecisionStore, Generation
 from ocp_analytics.store.prune import id_spans
+from ocp_analytics.store.scan import Dataset, scan_dataset
 from ocp_analytics.store.storage import Store
 
 if TYPE_CHECKING:

@@ -42,8 +42,8 @@ from ocp_analytics.engine.acceptance import CODED_TYPES, OUTPUT_SCHEMA, decide
 from ocp_analytics.engine.evaluate import Sink, selected, window_slices
 from ocp_analytics.engine.known import KnownNames
 from ocp_analytics.model.rules import Rule
-from ocp_analytics.store.dataset import Dataset
 from ocp_analytics.store.decisions import DECISIONS_SCHEMA
+from ocp_analytics.store.scan import Dataset
 
 __all__ = ["observing", "run_stored"]
 

@@ -36,7 +36,7 @@ from ocp_analytics.engine.sweep_inputs import (
 from ocp_analytics.exceptions import OcpAnalyticsError, hint
 from ocp_analytics.model.rules import Rule, ScoreTarget, resolve_rules
 from ocp_analytics.store.commits import Snapshot
-from ocp_analytics.store.dataset import scan_at
+from ocp_analytics.store.scan import scan_at
 
 __all__ = ["curves", "score_rule", "sweep"]
 

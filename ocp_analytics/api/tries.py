@@ -30,7 +30,7 @@ from ocp_analytics.engine.stats.passk import PASSK_COLUMNS, pass_at_k, pass_at_k
 from ocp_analytics.exceptions import OcpAnalyticsError, hint
 from ocp_analytics.model.rules import resolve_rules
 from ocp_analytics.store.commits import Snapshot
-from ocp_analytics.store.dataset import scan_at
+from ocp_analytics.store.scan import scan_at
 
 __all__ = ["flaky_tasks", "passk"]
 

@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from ocp_analytics.model.rules import Rule
-    from ocp_analytics.store.dataset import Dataset
+    from ocp_analytics.store.scan import Dataset
 
 DecisionsOpt = Annotated[
     bool,

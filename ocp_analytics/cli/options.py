@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from ocp_analytics.model.rules import Rule
-    from ocp_analytics.store.dataset import Dataset
+    from ocp_analytics.store.scan import Dataset
 
 
 class Format(StrEnum):
@@ -287,7 +287,7 @@ def dataset_arg(dataset: str, snapshot: str | None) -> Dataset:
     (:attr:`~ocp_analytics.Dataset.snapshot`) beside ``as_of``; a snapshot no
     commit matches stops the command before any work, naming the commits there are.
     """
-    from ocp_analytics.store.dataset import scan_dataset
+    from ocp_analytics.store.scan import scan_dataset
 
     return scan_dataset(dataset, snapshot=snapshot)
 

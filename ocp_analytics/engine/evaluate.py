@@ -27,7 +27,7 @@ from ocp_analytics.exceptions import OcpAnalyticsError, hint
 from ocp_analytics.model.links import LINK_COLUMNS
 from ocp_analytics.model.rules import Rule
 from ocp_analytics.store.commits import Snapshot
-from ocp_analytics.store.dataset import Dataset, scan_at
+from ocp_analytics.store.scan import Dataset, scan_at
 
 if TYPE_CHECKING:
     from ocp_analytics._typing import DatasetLike
@@ -131,7 +131,7 @@ def open_tables(
     ds = scan_at(dataset, snapshot)
     if not isinstance(ds, Dataset):
         return {k: v.lazy() for k, v in ds.items()}, None, None, {}
-    superseded = any(ds.frames[t] is not ds.scans.get(t, ds.frames[t]) for t in ds.frames)
+    superseded = ds.versions_of is not None  # the frames filter replaced versions out
     return ds.frames, ds.manifest, ds.scans if superseded else None, ds.signal_links
 
 
@@ -265,7 +265,7 @@ def names_held(
 ) -> set[tuple[str, str]] | None:
     """Every (kind, name) of a verdict or score the parts a window reads hold; None: not known.
 
-    Read from the manifest (:meth:`~ocp_analytics.store.dataset.Dataset.signal_names`),
+    Read from the manifest (:meth:`~ocp_analytics.store.scan.Dataset.signal_names`),
     for :meth:`~ocp_analytics.engine.known.KnownNames.rule_out`.
     """
     ds = scan_at(dataset)

@@ -53,6 +53,7 @@ from ocp_analytics.ingestion.timestamps import parse_timestamp
 from ocp_analytics.model.links import COMMIT_KINDS
 from ocp_analytics.store import dataset as D
 from ocp_analytics.store.commits import table_files
+from ocp_analytics.store.scan import Dataset, scan_dataset
 from ocp_analytics.store.storage import Store
 
 __all__ = ["EventsSummary", "ingest_events", "run_commits", "unmatched_events"]
@@ -238,7 +239,7 @@ def _stored(root: Store, records: list[dict[str, Any]]) -> pl.DataFrame:
     files = table_files(root, records, "events")
     if not files:
         return pl.DataFrame(schema=_SEEN)
-    events = D.scan_dataset(root).events
+    events = scan_dataset(root).events
     return (
         events.select(
             "event_id",
@@ -456,13 +457,13 @@ def _artifact_commits(artifacts: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-EventsInput = str | Path | Store | D.Dataset | Mapping[str, pl.DataFrame | pl.LazyFrame]
+EventsInput = str | Path | Store | Dataset | Mapping[str, pl.DataFrame | pl.LazyFrame]
 
 
 def _tables(dataset: EventsInput) -> Mapping[str, pl.LazyFrame]:
     if isinstance(dataset, Mapping):
         return {k: v.lazy() for k, v in dataset.items()}
-    return dataset.frames if isinstance(dataset, D.Dataset) else D.scan_dataset(dataset).frames
+    return dataset.frames if isinstance(dataset, Dataset) else scan_dataset(dataset).frames
 
 
 def unmatched_events(dataset: EventsInput) -> pl.LazyFrame:

@@ -9,7 +9,7 @@ from typing import Any
 
 from ocp_analytics._typing import Period, RulesLike, StoreLike, When
 from ocp_analytics.model.rules import Rule
-from ocp_analytics.store.dataset import Dataset
+from ocp_analytics.store.scan import Dataset
 
 
 @dataclass

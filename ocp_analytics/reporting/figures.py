@@ -23,7 +23,7 @@ from ocp_analytics.engine.stats.changes import change_call, newcombe_difference
 from ocp_analytics.engine.timeaxis import PERIODS, check_period
 from ocp_analytics.reporting.context import Context
 from ocp_analytics.schemas import OUTCOME_TIERS as TIERS
-from ocp_analytics.store.dataset import Dataset
+from ocp_analytics.store.scan import Dataset
 
 TOP_FLIPS = 10  # flips drawn and listed on the page (all are in the data)
 SAMPLES = 5  # sample rows per code in the data-quality tables
@@ -359,7 +359,7 @@ def _sweep(ctx: Context) -> dict[str, pl.DataFrame]:
 
 def build_figures(ctx: Context) -> dict[str, pl.DataFrame]:
     """Every figure of the page, as DataFrames named like their data files (:data:`FIGURES`)."""
-    from ocp_analytics.store.dataset import scan_dataset
+    from ocp_analytics.store.scan import scan_dataset
 
     ev = _evaluate(ctx)
     head = _headline(ctx.names, ev["current"], ev["previous"])

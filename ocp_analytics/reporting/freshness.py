@@ -16,7 +16,7 @@ import polars as pl
 from ocp_analytics._typing import When
 from ocp_analytics.exceptions import OcpAnalyticsError, hint
 from ocp_analytics.reporting.context import Context
-from ocp_analytics.store.dataset import Dataset
+from ocp_analytics.store.scan import Dataset
 
 
 def age_text(delta: timedelta | None) -> str:
@@ -39,7 +39,7 @@ def age_text(delta: timedelta | None) -> str:
 
 def _newest_run_end(ctx: Context) -> datetime | None:
     """The newest ``ended_at`` not after ``as_of`` (a run ending later is not yet known)."""
-    from ocp_analytics.store.dataset import scan_dataset
+    from ocp_analytics.store.scan import scan_dataset
 
     ds = ctx.dataset if isinstance(ctx.dataset, Dataset) else scan_dataset(ctx.dataset)
     as_of = pl.lit(ctx.as_of).dt.cast_time_unit("us")

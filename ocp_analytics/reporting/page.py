@@ -32,7 +32,7 @@ from ocp_analytics.reporting.figures import FIGURES, build_figures
 from ocp_analytics.reporting.freshness import check_staleness, freshness
 from ocp_analytics.reporting.html import PageExtras, PageMeta, render_html
 from ocp_analytics.store.commits import Snapshot
-from ocp_analytics.store.dataset import Dataset, scan_at
+from ocp_analytics.store.scan import Dataset, scan_at
 
 EXTRA = "pip install 'ocp-analytics[report]'"
 _MODULES = {"altair": "altair", "vl_convert": "vl-convert-python", "jinja2": "jinja2"}

@@ -34,7 +34,8 @@ from ocp_analytics.model.rules import Rule, resolve_rules
 from ocp_analytics.schemas import TABLES
 from ocp_analytics.sql._tiers import tier_macros
 from ocp_analytics.store.commits import Snapshot, read_commits, record_names
-from ocp_analytics.store.dataset import open_existing
+from ocp_analytics.store.dataset import SCHEMA_DIR, open_existing
+from ocp_analytics.store.read_check import PartCheck
 from ocp_analytics.store.storage import Store, fsspec_filesystem
 
 # The statements of sql/setup.sql, in the order they run: a file uses only
@@ -239,6 +240,19 @@ def snapshot_seq(root: Store, snapshot: Snapshot = None) -> int | None:
     return max((int(r["seq"]) for r in read_commits(root, snapshot)), default=None)
 
 
+def _check_parts(con: duckdb.DuckDBPyConnection, root: Store, snapshot: Snapshot) -> None:
+    """Hash every part the views read against the manifest before a query reads one.
+
+    DuckDB reads the bytes itself; a flip that still decodes would give a
+    wrong figure with no error (store/read_check.py). The list is the one
+    ``setup/table_files.sql`` made, less the empty table files (they hold no rows).
+    """
+    found = con.execute("SELECT getvariable('ocp_files')").fetchall()
+    listed = found[0][0] if found and isinstance(found[0][0], dict) else {}
+    files = [f for fs in listed.values() for f in fs if not f.startswith(f"{SCHEMA_DIR}/")]
+    PartCheck(root, read_commits(root, snapshot))(files)
+
+
 def connect(
     dataset: StoreLike,
     *,
@@ -316,7 +330,12 @@ def connect(
             _set_variable(con, "ocp_snapshot", seq)
         if as_of is not None:
             _set_variable(con, "ocp_as_of", resolve_as_of(as_of))
-        _run_setup(con)
+        try:
+            _run_setup(con)
+        except SqlSetupError:  # views read the parts' footers: a damaged one is named
+            _check_parts(con, found, snapshot)
+            raise
+        _check_parts(con, found, snapshot)
         if alternatives is not None:
             con.execute("DELETE FROM alternative_rules")
             if alternatives:

@@ -38,7 +38,10 @@ import pyarrow.parquet as pq
 
 from ocp_analytics import schemas as S
 from ocp_analytics.exceptions import DatasetError, hint
+from ocp_analytics.store.damage import REPAIR_STORE, Damage, damage_error
 from ocp_analytics.store.dataset import locked, write_encoded
+from ocp_analytics.store.manifest import PartEntry
+from ocp_analytics.store.read_check import first_damaged
 from ocp_analytics.store.storage import Store
 
 __all__ = [
@@ -48,6 +51,8 @@ __all__ = [
     "Generation",
     "chain_files",
     "evict_stores",
+    "file_entries",
+    "rule_label",
 ]
 
 DECISIONS = "decisions"
@@ -263,8 +268,24 @@ class DecisionStore:
             self.root.child(rel).uri, storage_options=self.root.storage_options()
         ).get_column("doc_id")
 
+    def check(self, record: dict[str, Any]) -> None:
+        """Raise the one-line error on the first file of ``record`` whose bytes it does not match.
+
+        Every read of the store's rows goes through here first
+        (:mod:`~ocp_analytics.store.read_check`): each file hashed once a
+        process, against the bytes and SHA-256 its record keeps.
+        """
+        folder = f"{DECISIONS}/{self.fingerprint}"
+        found = first_damaged(self.root, file_entries(record))
+        if found is not None:
+            entry, problem = found
+            about = f"{problem} (the decisions store of rule {rule_label(record)!r}{REPAIR_STORE})"
+            damage = Damage(f"{folder}/{entry.file}", about, DECISIONS)
+            raise damage_error(str(self.dataset), [damage], "decisions store file")
+
     def _later_superseded(self, record: dict[str, Any]) -> list[pl.Series]:
-        """For each chain entry, the doc_ids some later entry supersedes."""
+        """For each chain entry, the doc_ids some later entry supersedes (files checked first)."""
+        self.check(record)
         chain = record["chain"]
         later: list[pl.Series] = [_NONE] * len(chain)
         acc = _NONE
@@ -381,6 +402,42 @@ def chain_files(record: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str]]:
     for entry in record["chain"]:
         listed = [*(entry.get("parts") or []), entry.get("superseded"), entry.get("pending")]
         yield from ((entry, rel) for rel in listed if isinstance(rel, str))
+
+
+def file_entries(record: dict[str, Any], folder: str = "") -> list[PartEntry]:
+    """What ``record`` says of each file it lists: bytes, rows, SHA-256 (``None``: not said).
+
+    ``file`` is relative to the store, or under ``folder`` when given.
+    Raises on a chain of the wrong shapes, as :func:`chain_files`.
+
+    Examples
+    --------
+    >>> r = {"chain": [{"parts": ["parts/a.parquet"], "pending": "ids/p",
+    ...                 "files": [{"file": "parts/a.parquet", "bytes": 9, "rows": 2}]}]}
+    >>> [(e.file, e.size, e.rows) for e in file_entries(r, "decisions/f")]
+    [('decisions/f/parts/a.parquet', 9, 2), ('decisions/f/ids/p', None, None)]
+    """
+    out = []
+    for entry, rel in chain_files(record):
+        described = [f for f in entry.get("files") or [] if isinstance(f, dict)]
+        said = next((f for f in described if f.get("file") == rel), {})
+        size, rows, sha = (said.get(k) for k in ("bytes", "rows", "sha256"))
+        out.append(
+            PartEntry(
+                f"{folder}/{rel}" if folder else rel,
+                DECISIONS,
+                size if isinstance(size, int) else None,
+                rows if isinstance(rows, int) else None,
+                sha if isinstance(sha, str) else None,
+            )
+        )
+    return out
+
+
+def rule_label(record: dict[str, Any]) -> str:
+    """The name of the rule a store's record decides (``?`` when the record does not say)."""
+    rule: Any = record.get("rule")
+    return str(rule.get("name", "recorded")) if isinstance(rule, dict) else "?"
 
 
 def _written_at(record: dict[str, Any] | None) -> datetime | None:

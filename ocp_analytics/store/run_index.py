@@ -12,7 +12,7 @@ from typing import Any
 import polars as pl
 
 from ocp_analytics.store.commits import table_files
-from ocp_analytics.store.dataset import scan_dataset
+from ocp_analytics.store.scan import scan_dataset
 from ocp_analytics.store.storage import Store, store
 
 __all__ = ["RunIndex", "load_run_index"]

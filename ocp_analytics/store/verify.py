@@ -16,7 +16,6 @@ that does, found by the same checks.
 
 from __future__ import annotations
 
-import hashlib
 import sys
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -34,11 +33,13 @@ from ocp_analytics import schemas as S
 from ocp_analytics.exceptions import DatasetError, OcpAnalyticsError, SqlSetupError
 from ocp_analytics.store import empty_tables
 from ocp_analytics.store.commits import BATCHES, oldest_readable, record_names
+from ocp_analytics.store.damage import REPAIR_STORE, Damage, blame, damage_error, has_path
 from ocp_analytics.store.dataset import open_existing
-from ocp_analytics.store.decisions import DECISIONS, DecisionStore, chain_files
+from ocp_analytics.store.decisions import DECISIONS, DecisionStore, file_entries, rule_label
 from ocp_analytics.store.empty_tables import SCHEMA_DIR
 from ocp_analytics.store.maintenance import files_read_from
 from ocp_analytics.store.manifest import PartEntry, record_entries
+from ocp_analytics.store.read_check import FLIPPED, file_sha256, wrong_size
 from ocp_analytics.store.storage import Store, store
 
 if TYPE_CHECKING:
@@ -54,36 +55,7 @@ __all__ = [
     "verify",
 ]
 
-_BLOCK = 1 << 20  # bytes hashed at a time: memory stays flat whatever a part's size
 _WORKERS = 4  # parts checked at once (hashing releases the GIL; remote reads wait)
-
-
-@dataclass(frozen=True)
-class Damage:
-    """A damaged part or commit record, and the batch that wrote it.
-
-    Examples
-    --------
-    >>> d = Damage("runs/2-ab-0.parquet", "missing", "runs", 2, "2-ab", ("a.json", "b.json", "c"))
-    >>> print(d)
-    runs/2-ab-0.parquet: missing (batch 2 2-ab, sources: a.json, b.json and 1 more)
-    """
-
-    file: str  # relative to the dataset root
-    problem: str
-    table: str | None = None  # None: a commit record
-    seq: int | None = None
-    batch_id: str | None = None
-    sources: tuple[str, ...] = ()
-
-    def __str__(self) -> str:
-        batch = " ".join(str(v) for v in (self.seq, self.batch_id) if v is not None)
-        origin = [f"batch {batch}"] if batch else []
-        if self.sources:
-            shown = ", ".join(self.sources[:2])
-            more = len(self.sources) - 2
-            origin.append(f"sources: {shown}" + (f" and {more} more" if more > 0 else ""))
-        return f"{self.file}: {self.problem}" + (f" ({', '.join(origin)})" if origin else "")
 
 
 @dataclass(frozen=True)
@@ -165,12 +137,12 @@ def check(dataset: StoreLike, *, checksums: bool = True) -> Checked:
     gone = _vacuumed(root, [r for _, r, _ in found_records])
     for name, record, problems in found_records:
         records += record is not None
-        blame = _blame(record, f"{BATCHES}/{name}", name)
+        wrote = blame(record, f"{BATCHES}/{name}", name)
         if problems:
-            damages.append(_with(blame, "; ".join(problems)))
+            damages.append(_with(wrote, "; ".join(problems)))
         if isinstance(record, dict):
             entries = [e for e in record_entries(record) if e.file not in gone]
-            checks += [(e, _with(blame, "", e)) for e in entries]
+            checks += [(e, _with(wrote, "", e)) for e in entries]
     stored, unreadable = _store_files(root)
     checks += stored
     with ThreadPoolExecutor(_WORKERS) as pool:
@@ -213,7 +185,7 @@ def _store_files(root: Store) -> tuple[list[tuple[PartEntry, Damage]], list[Dama
             # not JSON, no chain, or a chain of the wrong shapes: the store cannot be read
             names = st.records()
             newest = f"{folder}/_generations/{names[-1]}" if names else folder
-            about = f"the decisions store of a rule{_REPAIR_STORE}"
+            about = f"the decisions store of a rule{REPAIR_STORE}"
             unreadable.append(Damage(newest, f"not a readable record ({about})", DECISIONS))
             continue
         checks += found
@@ -222,26 +194,8 @@ def _store_files(root: Store) -> tuple[list[tuple[PartEntry, Damage]], list[Dama
 
 def _store_entries(record: dict[str, Any], folder: str) -> list[tuple[PartEntry, Damage]]:
     """Each file a store's record lists, with what the record says of it; raises on odd shapes."""
-    rule: Any = record.get("rule")
-    label = rule.get("name", "recorded") if isinstance(rule, dict) else "?"
-    about = f"the decisions store of rule {label!r}{_REPAIR_STORE}"
-    out = []
-    for entry, rel in chain_files(record):
-        described = [f for f in entry.get("files") or [] if isinstance(f, dict)]
-        said = next((f for f in described if f.get("file") == rel), {})
-        size, rows, sha = (said.get(k) for k in ("bytes", "rows", "sha256"))
-        part = PartEntry(
-            f"{folder}/{rel}",
-            DECISIONS,
-            size if isinstance(size, int) else None,
-            rows if isinstance(rows, int) else None,
-            sha if isinstance(sha, str) else None,
-        )
-        out.append((part, Damage(part.file, about, DECISIONS)))
-    return out
-
-
-_REPAIR_STORE = ": `verify --repair` deletes it, the next refresh builds it again"
+    about = f"the decisions store of rule {rule_label(record)!r}{REPAIR_STORE}"
+    return [(part, Damage(part.file, about, DECISIONS)) for part in file_entries(record, folder)]
 
 
 def _vacuumed(root: Store, records: list[Any]) -> set[str]:
@@ -314,7 +268,7 @@ def record_problems(record: Any, name: str) -> list[str]:
         problems += _files_problems(files)
     for key in ("sources", "event_sources"):
         sources = record.get(key, [])
-        if not isinstance(sources, list) or not all(_path(s) for s in sources):
+        if not isinstance(sources, list) or not all(has_path(s) for s in sources):
             problems.append(f"{key!r} is not a list of objects with a 'path'")
     if "parts" in record and isinstance(files, dict):
         problems += _parts_problems(record["parts"], files)
@@ -344,10 +298,6 @@ def _field(record: Mapping[str, Any], key: str, want: type | tuple[type, ...]) -
     if isinstance(value, bool) or not isinstance(value, want):
         return f"{key!r} is {type(value).__name__}, not {getattr(want, '__name__', want)}"
     return None
-
-
-def _path(source: Any) -> bool:
-    return isinstance(source, dict) and isinstance(source.get("path"), str)
 
 
 def _files_problems(files: Mapping[str, Any]) -> list[str]:
@@ -385,20 +335,6 @@ def _parts_problems(parts: Any, files: Mapping[str, Any]) -> list[str]:
         f"the manifest names {f}, which 'files' does not list" for f in entries.keys() - listed
     ]
     return problems
-
-
-def _blame(record: Any, file: str, name: str) -> Damage:
-    """The damage of ``file`` as the record says who wrote it (the problem left empty)."""
-    stem = name.removesuffix(".json")
-    seq, batch_id, sources = (int(stem) if stem.isdigit() else None), None, []
-    if isinstance(record, dict):
-        if seq is None and isinstance(record.get("seq"), int):  # the name's, else the record's
-            seq = record["seq"]
-        batch_id = record["batch_id"] if isinstance(record.get("batch_id"), str) else None
-        for key in ("sources", "event_sources"):
-            found = record.get(key)
-            sources += [s["path"] for s in found if _path(s)] if isinstance(found, list) else []
-    return Damage(file, "", None, seq, batch_id, tuple(sources))
 
 
 def _with(damage: Damage, problem: str, entry: PartEntry | None = None) -> Damage:
@@ -440,9 +376,9 @@ def _inspect(root: Store, entry: PartEntry, checksum: bool) -> tuple[str | None,
         return "missing", 0, 0
     size = target.size()
     if entry.size is not None and size != entry.size:
-        return f"{size} bytes, the manifest says {entry.size}", size, 0
-    if checksum and entry.sha256 is not None and _sha256(target) != entry.sha256:
-        return "its bytes differ from the manifest's SHA-256 (flipped or replaced)", size, 0
+        return wrong_size(size, entry.size), size, 0
+    if checksum and entry.sha256 is not None and file_sha256(target) != entry.sha256:
+        return FLIPPED, size, 0
     try:
         with target.open() as f:
             rows = pq.read_metadata(f).num_rows
@@ -453,14 +389,6 @@ def _inspect(root: Store, entry: PartEntry, checksum: bool) -> tuple[str | None,
     if entry.rows is not None and rows != entry.rows:
         return f"{rows} rows, the manifest says {entry.rows}", size, rows
     return None, size, rows
-
-
-def _sha256(target: Store) -> str:
-    digest = hashlib.sha256()
-    with target.open() as f:
-        while block := f.read(_BLOCK):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _first_line(exc: BaseException) -> str:
@@ -572,8 +500,7 @@ def _explain(dataset: StoreLike, exc: BaseException) -> DatasetError | None:
     if damages:
         table = damages[0].table
         what = "commit record" if table is None else _WHAT.get(table, "part")
-        more = f" (and {len(damages) - 1} more damaged)" if len(damages) > 1 else ""
-        return DatasetError(f"{where}: damaged {what} {damages[0]}{more}. {hint}")
+        return damage_error(where, damages, what)
     if any(w in text.lower() for w in _PARQUET_WORDS):  # damage the manifest cannot place
         return DatasetError(f"{where}: a part could not be read ({text}). {hint}")
     return None
