@@ -143,3 +143,26 @@ def test_s3_settings_follow_the_sdk_precedence(monkeypatch) -> None:
     assert options["aws_region"] == "us-east-2"
     assert options["aws_endpoint_url"] == "http://s3only:2"
     assert options["aws_allow_http"] == "true"
+
+
+def test_a_flipped_object_is_named_before_a_read(bucket: str, tmp_path: Path) -> None:
+    """Reads hash the objects they open (store/read_check.py): one GET, no size request."""
+    from ocp_analytics.store import read_check
+    from ocp_analytics.store.commits import read_commits
+
+    uri = f"{bucket}/flipped.dataset"
+    oa.ingest(DATA / "examples" / "v0.3", uri)
+    want = oa.rates(uri, "tests", as_of=AS_OF)
+    rel = read_commits(store(uri))[0]["files"]["signals"][0]
+    part = store(uri).child(*rel.split("/"))
+    data = bytearray(part.read_bytes())
+    data[len(data) // 3] ^= 0x01
+    part.write_bytes(bytes(data))
+    read_check._CHECKED.clear()  # a new process
+    with pytest.raises(DatasetError, match=f"damaged part {re.escape(rel)}: its bytes differ"):
+        oa.rates(uri, "tests", as_of=AS_OF)
+    part.delete()
+    read_check._CHECKED.clear()
+    with pytest.raises(DatasetError, match=f"damaged part {re.escape(rel)}: missing"):
+        oa.rates(uri, "tests", as_of=AS_OF)
+    assert want.height == 2

@@ -244,6 +244,7 @@ class DecisionStore:
         """
         chain = record["chain"]
         later = self._later_superseded(record)
+        self.check(record, "parts")
         gen = self.start()
         for entry, dead in zip(chain[start:], later[start:], strict=True):
             for part in entry["parts"]:
@@ -268,15 +269,21 @@ class DecisionStore:
             self.root.child(rel).uri, storage_options=self.root.storage_options()
         ).get_column("doc_id")
 
-    def check(self, record: dict[str, Any]) -> None:
-        """Raise the one-line error on the first file of ``record`` whose bytes it does not match.
+    def check(self, record: dict[str, Any], kind: str) -> None:
+        """Raise the one-line error on the first ``kind`` file of ``record`` that it does not match.
 
-        Every read of the store's rows goes through here first
-        (:mod:`~ocp_analytics.store.read_check`): each file hashed once a
-        process, against the bytes and SHA-256 its record keeps.
+        ``kind``: ``parts``, ``superseded`` or ``pending``. Every read of the
+        store goes through here first for the files it opens
+        (:mod:`~ocp_analytics.store.read_check`): each hashed once a
+        process, against the bytes and SHA-256 its record keeps; a refresh
+        that reads the ids files hashes no part.
         """
         folder = f"{DECISIONS}/{self.fingerprint}"
-        found = first_damaged(self.root, file_entries(record))
+        wanted = set()
+        for entry in record["chain"]:
+            listed = entry.get(kind)
+            wanted |= set(listed if isinstance(listed, list) else [listed])
+        found = first_damaged(self.root, [e for e in file_entries(record) if e.file in wanted])
         if found is not None:
             entry, problem = found
             about = f"{problem} (the decisions store of rule {rule_label(record)!r}{REPAIR_STORE})"
@@ -285,7 +292,7 @@ class DecisionStore:
 
     def _later_superseded(self, record: dict[str, Any]) -> list[pl.Series]:
         """For each chain entry, the doc_ids some later entry supersedes (files checked first)."""
-        self.check(record)
+        self.check(record, "superseded")
         chain = record["chain"]
         later: list[pl.Series] = [_NONE] * len(chain)
         acc = _NONE
@@ -295,7 +302,8 @@ class DecisionStore:
         return later
 
     def scan(self, record: dict[str, Any]) -> pl.LazyFrame:
-        """The live rows of ``record`` (DECISIONS columns), lazily."""
+        """The live rows of ``record`` (DECISIONS columns), lazily (its parts checked first)."""
+        self.check(record, "parts")
         frames = []
         for entry, later in zip(record["chain"], self._later_superseded(record), strict=True):
             if not entry["parts"]:
@@ -337,6 +345,7 @@ class DecisionStore:
         With ``due``, only those that may read otherwise by then (``changes_at``
         at or before it, or unknown): the rows a refresh at ``due`` decides again.
         """
+        self.check(record, "pending")
         out = [
             rows.filter(~pl.col("doc_id").is_in(later.implode()))
             for entry, later in zip(record["chain"], self._later_superseded(record), strict=True)

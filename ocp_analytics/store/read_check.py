@@ -85,9 +85,7 @@ def file_sha256(target: Store) -> str:
 
 
 def _stamp(target: Store) -> tuple[int, int] | None:
-    """The file's size and modification time (0 in an object store); ``None``: missing."""
-    if target.remote:
-        return (target.size(), 0) if target.is_file() else None
+    """A local file's size and modification time; ``None``: missing."""
     try:
         st = os.stat(target.path)
     except FileNotFoundError:
@@ -95,12 +93,32 @@ def _stamp(target: Store) -> tuple[int, int] | None:
     return st.st_size, st.st_mtime_ns
 
 
+def _remote_problem(target: Store, entry: PartEntry) -> str | None:
+    """What is wrong with an object, read whole once (no request but the GET).
+
+    An object store answers a size or an existence only by a request each:
+    thousands of parts would wait on thousands of them, so the one read
+    that hashes tells the size and the absence too.
+    """
+    digest, size = hashlib.sha256(), 0
+    try:
+        with target.open() as f:
+            while block := f.read(_BLOCK):
+                digest.update(block)
+                size += len(block)
+    except FileNotFoundError:
+        return "missing"
+    if entry.size is not None and size != entry.size:
+        return wrong_size(size, entry.size)
+    return None if digest.hexdigest() == entry.sha256 else FLIPPED
+
+
 def first_damaged(base: Store, entries: Sequence[PartEntry]) -> tuple[PartEntry, str] | None:
     """The first of ``entries`` (files under ``base``) that is not as its entry says, and why.
 
-    Checked: the file exists, its size, its SHA-256 (hashed unless this
-    process hashed it at the same size and modification time). An entry
-    without a SHA-256 is not checked.
+    Checked: the file exists, its size, its SHA-256 (a local file is hashed
+    unless this process hashed it at the same size and modification time;
+    an object, once a process). An entry without a SHA-256 is not checked.
 
     Examples
     --------
@@ -122,22 +140,32 @@ def first_damaged(base: Store, entries: Sequence[PartEntry]) -> tuple[PartEntry,
         if entry.sha256 is None:
             continue
         target = base.child(entry.file)
-        stamp = _stamp(target)
-        if stamp is None:
-            return entry, "missing"
-        if entry.size is not None and stamp[0] != entry.size:
-            return entry, wrong_size(stamp[0], entry.size)
+        if target.remote:  # objects are never rewritten in place: the key and digest suffice
+            stamp = (entry.size or 0, 0)
+        else:
+            found = _stamp(target)
+            if found is None:
+                return entry, "missing"
+            if entry.size is not None and found[0] != entry.size:
+                return entry, wrong_size(found[0], entry.size)
+            stamp = found
         if _CHECKED.get(target.uri) != (*stamp, entry.sha256):
             todo.append((entry, target, stamp))
     if not todo:
         return None
     with ThreadPoolExecutor(min(len(todo), _WORKERS), thread_name_prefix="ocp-hash") as pool:
-        digests = list(pool.map(lambda t: file_sha256(t[1]), todo))
-    for (entry, target, stamp), digest in zip(todo, digests, strict=True):
-        if digest != entry.sha256:
-            return entry, FLIPPED
-        _CHECKED[target.uri] = (*stamp, digest)
+        problems = list(pool.map(lambda t: _problem(t[1], t[0]), todo))
+    for (entry, target, stamp), problem in zip(todo, problems, strict=True):
+        if problem is not None:
+            return entry, problem
+        _CHECKED[target.uri] = (*stamp, entry.sha256 or "")
     return None
+
+
+def _problem(target: Store, entry: PartEntry) -> str | None:
+    if target.remote:
+        return _remote_problem(target, entry)
+    return None if file_sha256(target) == entry.sha256 else FLIPPED
 
 
 class PartCheck:
