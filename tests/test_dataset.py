@@ -9,6 +9,7 @@ from typing import Any
 
 import polars as pl
 import pytest
+import xxhash
 
 import ocp_analytics as oa
 from ocp_analytics import schemas as S
@@ -72,7 +73,7 @@ def test_folder_with_a_commit_but_no_marker_is_refused(tmp_path: Path) -> None:
 
 
 def test_every_part_has_its_manifest_entry(tmp_path: Path) -> None:
-    """Size, rows, SHA-256, the doc_id and run-time ranges and signal names, as the files hold."""
+    """Size, rows, SHA-256, XXH3, doc_id and run-time ranges, signal names, as the files hold."""
     root = tmp_path / "ds"
     oa.ingest([SOLO.parent, SOLO.parents[2] / "bad" / "not_json.ndjson"], root)
     (record,) = D.read_commits(root)
@@ -89,6 +90,7 @@ def test_every_part_has_its_manifest_entry(tmp_path: Path) -> None:
             "size": len(data),
             "rows": frame.height,
             "sha256": hashlib.sha256(data).hexdigest(),
+            "xxh3": xxhash.xxh3_128_hexdigest(data),
         }
         if "doc_id" in frame.columns:
             want["doc_id"] = [frame["doc_id"].min(), frame["doc_id"].max()]

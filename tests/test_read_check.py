@@ -13,6 +13,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import orjson
 import polars as pl
@@ -74,7 +75,7 @@ def _each_flip_is_named(ds: Path, path: Path, read: Callable[[Path], object]) ->
             read(ds)
         message = str(caught.value)
         assert f" {rel}: " in message and "\n" not in message
-        assert "differ from the manifest's SHA-256" in message
+        assert "differ from the manifest's XXH3" in message  # what a read checks
     path.write_bytes(data)
 
 
@@ -101,13 +102,13 @@ def test_a_flip_anywhere_in_a_store_file_is_named(ds: Path) -> None:
 
 def test_a_part_is_hashed_once_a_process(ds: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     hashed: list[str] = []
-    real = read_check.file_sha256
+    real = read_check._problem
 
-    def counting(target: object) -> str:
+    def counting(target: Any, entry: Any) -> str | None:
         hashed.append(str(target))
-        return real(target)  # type: ignore[arg-type]
+        return real(target, entry)
 
-    monkeypatch.setattr(read_check, "file_sha256", counting)
+    monkeypatch.setattr(read_check, "_problem", counting)
     read_check._CHECKED.clear()
     first = _rates(ds)
     once = len(hashed)
@@ -123,8 +124,8 @@ def test_a_window_hashes_only_the_parts_it_opens(
     for f in sorted(EXAMPLES.glob("*.json")):  # a batch a file: parts to prune
         oa.ingest(f, ds)
     hashed: list[str] = []
-    real = read_check.file_sha256
-    monkeypatch.setattr(read_check, "file_sha256", lambda t: hashed.append(str(t)) or real(t))
+    real = read_check._problem
+    monkeypatch.setattr(read_check, "_problem", lambda t, e: hashed.append(str(t)) or real(t, e))
     read_check._CHECKED.clear()
     oa.rates(ds, "tests", as_of="2031-01-01T00:00:00Z", since="2030-01-01T00:00:00Z")  # no run
     assert not [h for h in hashed if "/runs/" in h or "/signals/" in h]

@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 import polars as pl
 import pytest
+import xxhash
 from polars.testing import assert_frame_equal
 
 import ocp_analytics as oa
@@ -295,7 +296,8 @@ def _restamp(st: DecisionStore, record: dict[str, Any], rel: str) -> None:
     for entry in record["chain"]:
         for f in entry.get("files", []):
             if f["file"] == rel:
-                f.update(bytes=len(data), sha256=hashlib.sha256(data).hexdigest())
+                sha, fast = hashlib.sha256(data).hexdigest(), xxhash.xxh3_128_hexdigest(data)
+                f.update(bytes=len(data), sha256=sha, xxh3=fast)
     target = st.root.child("_generations", st.records()[-1])
     target.path.write_bytes(orjson.dumps(record))
 

@@ -221,6 +221,20 @@ def test_rates_and_flips_are_the_same(spark: Any, datasets, tmp_path: Path) -> N
     assert f["flips"].sum() > 0
 
 
+def test_a_flipped_part_stops_a_spark_job_in_one_line(spark: Any, datasets, tmp_path: Path) -> None:
+    """The job's first stage hashes every part (spread over its tasks) before any is read."""
+    _, q, _ = datasets
+    ds = tmp_path / "ds"
+    shutil.copytree(q, ds)
+    rel = D.read_commits(ds)[0]["files"]["signals"][0]
+    data = bytearray((ds / rel).read_bytes())
+    data[len(data) // 2] ^= 0x01  # one bit inside the data: it may still decode
+    (ds / rel).write_bytes(bytes(data))
+    with pytest.raises(oa.DatasetError, match=f"damaged part {rel}: its bytes differ") as caught:
+        osp.rates(spark, ds, "tests", as_of=AS_OF, slice_runs=SLICE)
+    assert "\n" not in str(caught.value)
+
+
 def _fail_at(stage: str, task: int) -> Callable[[str, int], None]:
     """A task hook (``ocp_analytics.spark.tasks.HOOK``) failing one task of one stage.
 

@@ -11,6 +11,7 @@ shares its ``doc_id``, so no shuffle is needed.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable, Sequence
@@ -31,10 +32,11 @@ from ocp_analytics.engine.evaluate import (
 from ocp_analytics.engine.rates import flip_counts, partials, where_conditions
 from ocp_analytics.engine.timeaxis import resolve_as_of, resolve_window
 from ocp_analytics.model.rules import Rule, resolve_rules
-from ocp_analytics.spark.tasks import TaskHook, checkpoint, job_hook
+from ocp_analytics.spark.tasks import TaskHook, checkpoint, job_hook, run_tasks
 from ocp_analytics.store.commits import Snapshot
-from ocp_analytics.store.read_check import unhashed
-from ocp_analytics.store.scan import scan_dataset
+from ocp_analytics.store.damage import Damage, damage_error
+from ocp_analytics.store.read_check import PartCheck, unhashed
+from ocp_analytics.store.scan import Dataset, scan_dataset
 from ocp_analytics.store.storage import Store, store
 
 if TYPE_CHECKING:
@@ -124,9 +126,36 @@ def eval_job(
     manifest = ds.manifest
     size = slice_runs or slice_size(spark.sparkContext.defaultParallelism, manifest)
     tasks = max(1, len(doc_ranges(manifest, size)))
+    check_parts(spark, ds, tasks)
     return EvalJob(
         root, size, tasks, alt, when, recorded, lo, hi, snapshot=ds.snapshot, where=filters
     )
+
+
+def check_parts(spark: SparkSession, ds: Dataset, tasks: int) -> None:
+    """Hash every part the job reads against the manifest, in a stage of ``tasks`` tasks.
+
+    The evaluation's tasks read their range of every part unhashed
+    (:meth:`EvalJob.evaluate`: hashing what each scans would read every part
+    once a worker), so the parts are hashed here first, once each, every
+    task a share of them (store/read_check.py): a damaged part stops the job
+    with the one line naming it before any figure is computed. The job
+    reads every part once more.
+    """
+    if ds.records is None or ds.parts is None:
+        return
+    files = sorted(f for fs in ds.parts.files.values() for f in fs)
+    if not files:
+        return
+    check, n = PartCheck(ds.path, ds.records), min(tasks, len(files))
+    damages = [d for d in run_tasks(spark, n, functools.partial(_share, check, files, n)) if d]
+    if damages:
+        raise damage_error(str(ds.path), damages)
+
+
+def _share(check: PartCheck, files: list[str], n: int, i: int) -> Damage | None:
+    """Task ``i``'s share of the parts: the first damaged one, if any (in an executor)."""
+    return check.first(files[i::n])
 
 
 def slice_size(cores: int, manifest: pl.DataFrame) -> int:

@@ -35,6 +35,7 @@ import orjson
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
+import xxhash
 
 from ocp_analytics import schemas as S
 from ocp_analytics.exceptions import DatasetError, hint
@@ -110,9 +111,16 @@ class Generation:
         pq.write_table(table, sink, compression="zstd")
         data = sink.getvalue()
         write_encoded(self.store.root.child(rel), data)
-        digest = hashlib.sha256(memoryview(data)).hexdigest()
+        view = memoryview(data)
+        digest, fast = hashlib.sha256(view).hexdigest(), xxhash.xxh3_128_hexdigest(view)
         self.files.append(
-            {"file": rel, "bytes": data.size, "rows": table.num_rows, "sha256": digest}
+            {
+                "file": rel,
+                "bytes": data.size,
+                "rows": table.num_rows,
+                "sha256": digest,
+                "xxh3": fast,
+            }
         )
 
     def ids_file(self, ids: pl.Series | pl.DataFrame, kind: str) -> str | None:
@@ -430,7 +438,7 @@ def file_entries(record: dict[str, Any], folder: str = "") -> list[PartEntry]:
     for entry, rel in chain_files(record):
         described = [f for f in entry.get("files") or [] if isinstance(f, dict)]
         said = next((f for f in described if f.get("file") == rel), {})
-        size, rows, sha = (said.get(k) for k in ("bytes", "rows", "sha256"))
+        size, rows, sha, fast = (said.get(k) for k in ("bytes", "rows", "sha256", "xxh3"))
         out.append(
             PartEntry(
                 f"{folder}/{rel}" if folder else rel,
@@ -438,6 +446,7 @@ def file_entries(record: dict[str, Any], folder: str = "") -> list[PartEntry]:
                 size if isinstance(size, int) else None,
                 rows if isinstance(rows, int) else None,
                 sha if isinstance(sha, str) else None,
+                xxh3=fast if isinstance(fast, str) else None,
             )
         )
     return out

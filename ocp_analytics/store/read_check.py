@@ -27,13 +27,24 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+import xxhash
+
 from ocp_analytics.store.damage import Damage, blame, damage_error
 from ocp_analytics.store.manifest import PartEntry, record_entries
 from ocp_analytics.store.storage import Store
 
-__all__ = ["FLIPPED", "PartCheck", "file_sha256", "first_damaged", "unhashed", "wrong_size"]
+__all__ = [
+    "FLIPPED",
+    "FLIPPED_XXH3",
+    "PartCheck",
+    "file_sha256",
+    "first_damaged",
+    "unhashed",
+    "wrong_size",
+]
 
 FLIPPED = "its bytes differ from the manifest's SHA-256 (flipped or replaced)"
+FLIPPED_XXH3 = "its bytes differ from the manifest's XXH3 (flipped or replaced)"
 _BLOCK = 1 << 20  # bytes hashed at a time: memory stays flat whatever a file's size
 _WORKERS = 4  # files hashed at once (hashing releases the GIL; remote reads wait)
 
@@ -93,16 +104,19 @@ def _stamp(target: Store) -> tuple[int, int] | None:
     return st.st_size, st.st_mtime_ns
 
 
-def _remote_problem(target: Store, entry: PartEntry) -> str | None:
-    """What is wrong with an object, read whole once (no request but the GET).
+def _problem(target: Store, entry: PartEntry) -> str | None:
+    """What is wrong with a file, read whole once: missing, its size, its checksum.
 
-    An object store answers a size or an existence only by a request each:
-    thousands of parts would wait on thousands of them, so the one read
-    that hashes tells the size and the absence too.
+    The entry's XXH3 when it has one (about 3x faster than SHA-256 here),
+    else its SHA-256. In an object store, the one read that hashes tells
+    the size and the absence too: a size or an existence is a request each,
+    and thousands of parts would wait on thousands of them.
     """
-    digest, size = hashlib.sha256(), 0
+    fast = entry.xxh3 is not None
+    digest: Any = xxhash.xxh3_128() if fast else hashlib.sha256()
+    size = 0
     try:
-        with target.open() as f:
+        with target.open() if target.remote else target.path.open("rb") as f:
             while block := f.read(_BLOCK):
                 digest.update(block)
                 size += len(block)
@@ -110,7 +124,9 @@ def _remote_problem(target: Store, entry: PartEntry) -> str | None:
         return "missing"
     if entry.size is not None and size != entry.size:
         return wrong_size(size, entry.size)
-    return None if digest.hexdigest() == entry.sha256 else FLIPPED
+    if digest.hexdigest() != (entry.xxh3 if fast else entry.sha256):
+        return FLIPPED_XXH3 if fast else FLIPPED
+    return None
 
 
 def first_damaged(base: Store, entries: Sequence[PartEntry]) -> tuple[PartEntry, str] | None:
@@ -137,7 +153,7 @@ def first_damaged(base: Store, entries: Sequence[PartEntry]) -> tuple[PartEntry,
         return None
     todo: list[tuple[PartEntry, Store, tuple[int, int]]] = []
     for entry in entries:
-        if entry.sha256 is None:
+        if entry.sha256 is None and entry.xxh3 is None:
             continue
         target = base.child(entry.file)
         if target.remote:  # objects are never rewritten in place: the key and digest suffice
@@ -149,7 +165,7 @@ def first_damaged(base: Store, entries: Sequence[PartEntry]) -> tuple[PartEntry,
             if entry.size is not None and found[0] != entry.size:
                 return entry, wrong_size(found[0], entry.size)
             stamp = found
-        if _CHECKED.get(target.uri) != (*stamp, entry.sha256):
+        if _CHECKED.get(target.uri) != (*stamp, _said(entry)):
             todo.append((entry, target, stamp))
     if not todo:
         return None
@@ -158,14 +174,13 @@ def first_damaged(base: Store, entries: Sequence[PartEntry]) -> tuple[PartEntry,
     for (entry, target, stamp), problem in zip(todo, problems, strict=True):
         if problem is not None:
             return entry, problem
-        _CHECKED[target.uri] = (*stamp, entry.sha256 or "")
+        _CHECKED[target.uri] = (*stamp, _said(entry))
     return None
 
 
-def _problem(target: Store, entry: PartEntry) -> str | None:
-    if target.remote:
-        return _remote_problem(target, entry)
-    return None if file_sha256(target) == entry.sha256 else FLIPPED
+def _said(entry: PartEntry) -> str:
+    """The checksum a file is checked against: its XXH3, else its SHA-256."""
+    return entry.xxh3 or entry.sha256 or ""
 
 
 class PartCheck:
@@ -197,16 +212,21 @@ class PartCheck:
             self._owners = {e.file: (e, r) for r in self.records for e in record_entries(r)}
         return self._owners
 
-    def __call__(self, files: Sequence[str]) -> None:
-        """Raise on the first of ``files`` whose bytes are not as the manifest says."""
+    def first(self, files: Sequence[str]) -> Damage | None:
+        """The damage of the first of ``files`` whose bytes are not as the manifest says."""
         if not files:
-            return
+            return None
         owners = self._index()
         found = first_damaged(self.root, [owners[f][0] for f in files if f in owners])
         if found is None:
-            return
+            return None
         entry, problem = found
         record = owners[entry.file][1]
         wrote = blame(record, entry.file, f"{record.get('seq', '')}.json")
-        damage = Damage(entry.file, problem, entry.table, wrote.seq, wrote.batch_id, wrote.sources)
-        raise damage_error(str(self.root), [damage])
+        return Damage(entry.file, problem, entry.table, wrote.seq, wrote.batch_id, wrote.sources)
+
+    def __call__(self, files: Sequence[str]) -> None:
+        """Raise on the first of ``files`` whose bytes are not as the manifest says."""
+        damage = self.first(files)
+        if damage is not None:
+            raise damage_error(str(self.root), [damage])

@@ -83,7 +83,10 @@ class Dataset:
     one; see :func:`~ocp_analytics.ingest_events`); ``manifest`` is an eager
     DataFrame of ingested run sources; ``snapshot`` the ``seq`` of the last
     commit read (``None``: no commit yet), the snapshot that reads the same
-    rows again. Index it like a mapping: ``ds["runs"]``.
+    rows again. Index it like a mapping: ``ds["runs"]``. A table's scan is
+    built when first asked for, and its parts are hashed against the
+    manifest then: a damaged part raises the one-line
+    :class:`~ocp_analytics.exceptions.DatasetError` before any row is read.
     """
 
     path: Store
