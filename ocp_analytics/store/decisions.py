@@ -50,10 +50,10 @@ __all__ = [
     "DECISIONS_SCHEMA",
     "DecisionStore",
     "Generation",
+    "about",
     "chain_files",
     "evict_stores",
     "file_entries",
-    "rule_label",
 ]
 
 DECISIONS = "decisions"
@@ -283,7 +283,7 @@ class DecisionStore:
         ``kind``: ``parts``, ``superseded`` or ``pending``. Every read of the
         store goes through here first for the files it opens
         (:mod:`~ocp_analytics.store.read_check`): each hashed once a
-        process, against the bytes and SHA-256 its record keeps; a refresh
+        process, against the bytes and checksum its record keeps; a refresh
         that reads the ids files hashes no part.
         """
         folder = f"{DECISIONS}/{self.fingerprint}"
@@ -294,8 +294,7 @@ class DecisionStore:
         found = first_damaged(self.root, [e for e in file_entries(record) if e.file in wanted])
         if found is not None:
             entry, problem = found
-            about = f"{problem} (the decisions store of rule {rule_label(record)!r}{REPAIR_STORE})"
-            damage = Damage(f"{folder}/{entry.file}", about, DECISIONS)
+            damage = Damage(f"{folder}/{entry.file}", f"{problem} ({about(record)})", DECISIONS)
             raise damage_error(str(self.dataset), [damage], "decisions store file")
 
     def _later_superseded(self, record: dict[str, Any]) -> list[pl.Series]:
@@ -422,7 +421,7 @@ def chain_files(record: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str]]:
 
 
 def file_entries(record: dict[str, Any], folder: str = "") -> list[PartEntry]:
-    """What ``record`` says of each file it lists: bytes, rows, SHA-256 (``None``: not said).
+    """What ``record`` says of each file it lists: bytes, rows, checksums (``None``: not said).
 
     ``file`` is relative to the store, or under ``folder`` when given.
     Raises on a chain of the wrong shapes, as :func:`chain_files`.
@@ -452,10 +451,17 @@ def file_entries(record: dict[str, Any], folder: str = "") -> list[PartEntry]:
     return out
 
 
-def rule_label(record: dict[str, Any]) -> str:
-    """The name of the rule a store's record decides (``?`` when the record does not say)."""
+def about(record: dict[str, Any]) -> str:
+    """What a store's damaged file belongs to, and what that costs: said after its problem.
+
+    Examples
+    --------
+    >>> print(about({"rule": {"name": "tests"}}))
+    the decisions store of rule 'tests': `verify --repair` deletes it, the next refresh builds it again
+    """  # noqa: E501
     rule: Any = record.get("rule")
-    return str(rule.get("name", "recorded")) if isinstance(rule, dict) else "?"
+    label = str(rule.get("name", "recorded")) if isinstance(rule, dict) else "?"
+    return f"the decisions store of rule {label!r}{REPAIR_STORE}"
 
 
 def _written_at(record: dict[str, Any] | None) -> datetime | None:

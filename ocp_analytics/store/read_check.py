@@ -5,7 +5,8 @@ value, a dictionary, a run length) and give a wrong figure with no error.
 So every reader of a dataset's parts (the scans of ``store/scan.py``)
 and of a decisions store's files (``store/decisions.py``) hands the files it
 is about to open to :func:`first_damaged`, which checks each against what
-its record says: there, its size, its SHA-256. A file is hashed once a
+its record says: there, its size, its checksum (the XXH3-128 parts carry
+since reads check it, else the SHA-256). A file is hashed once a
 process: its size and modification time are remembered with the digest, so
 the next read of the same file (the report's second pass, a notebook's next
 call) costs a ``stat``, and a file written again since is hashed again.
@@ -13,12 +14,13 @@ call) costs a ``stat``, and a file written again since is hashed again.
 Only the files a read opens are hashed: a window's read
 (:meth:`~ocp_analytics.store.scan.Dataset.within`) hashes the parts the
 manifest chose, not the dataset. Files of records written before the
-manifest kept a SHA-256 cannot be checked this way (``verify`` checks their
+manifest kept a checksum cannot be checked this way (``verify`` checks their
 footers). Measured cost: benchmarks/RESULTS.md, "Reads that hash".
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from collections.abc import Iterator, Sequence
@@ -48,7 +50,7 @@ FLIPPED_XXH3 = "its bytes differ from the manifest's XXH3 (flipped or replaced)"
 _BLOCK = 1 << 20  # bytes hashed at a time: memory stays flat whatever a file's size
 _WORKERS = 4  # files hashed at once (hashing releases the GIL; remote reads wait)
 
-# uri -> (size, mtime_ns, sha256) of each file hashed whole and found as its record says
+# uri -> (size, mtime_ns, checksum) of each file hashed whole and found as its record says
 _CHECKED: dict[str, tuple[int, int, str]] = {}
 _HASHING: ContextVar[bool] = ContextVar("ocp_analytics_read_hashing", default=True)
 
@@ -85,14 +87,21 @@ def file_sha256(target: Store) -> str:
     >>> file_sha256(f)[:16]
     'ba7816bf8f01cfea'
     """
-    if not target.remote:
-        with target.path.open("rb") as local:
-            return hashlib.file_digest(local, "sha256").hexdigest()
-    with target.open() as f:
-        digest = hashlib.sha256()
+    return _digest(target, hashlib.sha256())[0]
+
+
+def _digest(target: Store, digest: Any) -> tuple[str, int]:
+    """``digest`` (a hashlib or xxhash object) of a file's bytes in hex, and their count.
+
+    Read a block at a time: memory stays flat whatever the file's size.
+    Raises ``FileNotFoundError`` when the file is missing.
+    """
+    size = 0
+    with target.open() if target.remote else target.path.open("rb") as f:
         while block := f.read(_BLOCK):
             digest.update(block)
-        return digest.hexdigest()
+            size += len(block)
+    return digest.hexdigest(), size
 
 
 def _stamp(target: Store) -> tuple[int, int] | None:
@@ -113,18 +122,13 @@ def _problem(target: Store, entry: PartEntry) -> str | None:
     and thousands of parts would wait on thousands of them.
     """
     fast = entry.xxh3 is not None
-    digest: Any = xxhash.xxh3_128() if fast else hashlib.sha256()
-    size = 0
     try:
-        with target.open() if target.remote else target.path.open("rb") as f:
-            while block := f.read(_BLOCK):
-                digest.update(block)
-                size += len(block)
+        found, size = _digest(target, xxhash.xxh3_128() if fast else hashlib.sha256())
     except FileNotFoundError:
         return "missing"
     if entry.size is not None and size != entry.size:
         return wrong_size(size, entry.size)
-    if digest.hexdigest() != (entry.xxh3 if fast else entry.sha256):
+    if found != _said(entry):
         return FLIPPED_XXH3 if fast else FLIPPED
     return None
 
@@ -132,9 +136,10 @@ def _problem(target: Store, entry: PartEntry) -> str | None:
 def first_damaged(base: Store, entries: Sequence[PartEntry]) -> tuple[PartEntry, str] | None:
     """The first of ``entries`` (files under ``base``) that is not as its entry says, and why.
 
-    Checked: the file exists, its size, its SHA-256 (a local file is hashed
-    unless this process hashed it at the same size and modification time;
-    an object, once a process). An entry without a SHA-256 is not checked.
+    Checked: the file exists, its size, its checksum (its XXH3, else its
+    SHA-256; a local file is hashed unless this process hashed it at the
+    same size and modification time, an object once a process). An entry
+    with neither checksum is not checked.
 
     Examples
     --------
@@ -223,7 +228,7 @@ class PartCheck:
         entry, problem = found
         record = owners[entry.file][1]
         wrote = blame(record, entry.file, f"{record.get('seq', '')}.json")
-        return Damage(entry.file, problem, entry.table, wrote.seq, wrote.batch_id, wrote.sources)
+        return dataclasses.replace(wrote, problem=problem, table=entry.table)
 
     def __call__(self, files: Sequence[str]) -> None:
         """Raise on the first of ``files`` whose bytes are not as the manifest says."""

@@ -9,7 +9,8 @@ window's parts (:meth:`Dataset.within`), hashes those only.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+import functools
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -49,7 +50,7 @@ class LazyTables(Mapping[str, pl.LazyFrame]):
     ['b']
     """
 
-    def __init__(self, build: Callable[[str], pl.LazyFrame], names: Iterator[str] | Any) -> None:
+    def __init__(self, build: Callable[[str], pl.LazyFrame], names: Iterable[str]) -> None:
         self._build = build
         self._names = tuple(names)
         self._built: dict[str, pl.LazyFrame] = {}
@@ -303,17 +304,16 @@ def _scanned(
                 versions = pl.concat([versions, newer])
             return versions
 
-        def newest(_: str) -> pl.LazyFrame:
+        @functools.cache  # built once, shared by the run tables
+        def newest() -> pl.LazyFrame:
             versions = ds.versions
             assert versions is not None  # resolve: there are versions to compare
             return versions.group_by("run_id").agg(pl.col("doc_id").max()).select("doc_id")
 
-        current = LazyTables(newest, ["doc_id"])  # built once, shared by the run tables
-
         def frame(t: str) -> pl.LazyFrame:
             if t not in S.RUN_TABLES:
                 return scans[t]
-            return scans[t].join(current["doc_id"], on="doc_id", how="semi")
+            return scans[t].join(newest(), on="doc_id", how="semi")
 
         frames = LazyTables(frame, S.TABLES)
     links = {r["seq"]: bool(r.get(SIGNAL_LINKS)) for r in records if r["files"].get("signals")}

@@ -35,7 +35,7 @@ from ocp_analytics.store import empty_tables
 from ocp_analytics.store.commits import BATCHES, oldest_readable, record_names
 from ocp_analytics.store.damage import REPAIR_STORE, Damage, blame, damage_error, has_path
 from ocp_analytics.store.dataset import open_existing
-from ocp_analytics.store.decisions import DECISIONS, DecisionStore, file_entries, rule_label
+from ocp_analytics.store.decisions import DECISIONS, DecisionStore, about, file_entries
 from ocp_analytics.store.empty_tables import SCHEMA_DIR
 from ocp_analytics.store.maintenance import files_read_from
 from ocp_analytics.store.manifest import PartEntry, record_entries
@@ -194,8 +194,8 @@ def _store_files(root: Store) -> tuple[list[tuple[PartEntry, Damage]], list[Dama
 
 def _store_entries(record: dict[str, Any], folder: str) -> list[tuple[PartEntry, Damage]]:
     """Each file a store's record lists, with what the record says of it; raises on odd shapes."""
-    about = f"the decisions store of rule {rule_label(record)!r}{REPAIR_STORE}"
-    return [(part, Damage(part.file, about, DECISIONS)) for part in file_entries(record, folder)]
+    said = about(record)
+    return [(part, Damage(part.file, said, DECISIONS)) for part in file_entries(record, folder)]
 
 
 def _vacuumed(root: Store, records: list[Any]) -> set[str]:
