@@ -18,7 +18,7 @@ from datetime import datetime
 import polars as pl
 
 from ocp_analytics._typing import DatasetLike, When
-from ocp_analytics.api.stored import run_stored
+from ocp_analytics.api.stored import WindowCodes, run_stored, window_codes
 from ocp_analytics.engine.evaluate import SLICE_RUNS, Sink, run
 from ocp_analytics.engine.known import KnownNames
 from ocp_analytics.engine.timeaxis import resolve_as_of, resolve_window
@@ -81,6 +81,38 @@ class _Scope:
             self._raw(dataset, sinks, carry, progress, known)
         for message in known.messages() if known is not None else []:
             warnings.warn(message, UserWarning, stacklevel=stacklevel)
+
+    def codes(
+        self,
+        dataset: DatasetLike,
+        carry: Callable[[pl.Schema], Sequence[pl.Expr]] | None = None,
+        stacklevel: int = 3,
+    ) -> WindowCodes | None:
+        """The window's decisions from the stores, run-major (:func:`.stored.window_codes`).
+
+        None, having read nothing, without ``decisions`` or when some rule
+        has no usable store: the caller then runs :meth:`run`. Warns as
+        :meth:`run` does of names no run carries.
+        """
+        if not self.decisions:
+            return None
+        known = KnownNames(self.rules) if self.names else None
+        found = window_codes(
+            dataset,
+            self.rules,
+            self.as_of,
+            recorded=self.recorded,
+            since=self.since,
+            until=self.until,
+            where=self.where,
+            carry=carry,
+            slice_runs=self.slice_runs,
+            known=known,
+        )
+        if found is not None:
+            for message in known.messages() if known is not None else []:
+                warnings.warn(message, UserWarning, stacklevel=stacklevel)
+        return found
 
     def _stored(
         self,

@@ -33,6 +33,7 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import datetime
 
 import polars as pl
@@ -41,11 +42,13 @@ from ocp_analytics.api.refresh import RefreshSummary, _decide_again, _Plan, _pla
 from ocp_analytics.engine.acceptance import CODED_TYPES, OUTPUT_SCHEMA, decide
 from ocp_analytics.engine.evaluate import Sink, selected, window_slices
 from ocp_analytics.engine.known import KnownNames
+from ocp_analytics.engine.rates import ATT
+from ocp_analytics.engine.run_codes import CELL, cell_code
 from ocp_analytics.model.rules import Rule
 from ocp_analytics.store.decisions import DECISIONS_SCHEMA
 from ocp_analytics.store.scan import Dataset
 
-__all__ = ["observing", "run_stored"]
+__all__ = ["WindowCodes", "observing", "run_stored", "window_codes"]
 
 _LOG = logging.getLogger("ocp_analytics.decisions")
 _STORED = frozenset(DECISIONS_SCHEMA.names)
@@ -245,3 +248,114 @@ def _stored_slice(
     counts[0] += frames[0].height
     counts[1] += sum(f.height for f in frames[1:])
     return _as_decided(frames, cols, when, coded, live.name)
+
+
+# --- the window run-major: a byte per (run, rule) --------------------------------------
+
+
+@dataclass
+class WindowCodes:
+    """A window's decisions read from the stores, lined up with its runs.
+
+    ``runs``: the window's runs (``doc_id``, ``run_id`` and the carried
+    columns) in ``doc_id`` order. :meth:`rules` reads each rule's rows in
+    turn, so one rule's cells are held at a time.
+    """
+
+    runs: pl.DataFrame
+    plans: list[_Plan]
+    again: dict[str, pl.DataFrame]
+    as_of: datetime
+    snapshot: int | None
+
+    def rules(self) -> Iterator[tuple[str, pl.DataFrame]]:
+        """Each rule's label with its ``_cell`` and attempts to acceptance, lined up with ``runs``.
+
+        Once every rule was read, what was reused and decided is said
+        (:func:`observing`).
+        """
+        ids = self.runs.get_column("doc_id")
+        counts = [0, 0]  # reused, decided
+        for plan in self.plans:
+            yield plan.label, _rule_cells(plan, self.again.get(plan.label), ids, counts)
+        _tell(RefreshSummary(self.as_of, self.snapshot, counts[0], counts[1], ()))
+
+
+def window_codes(
+    ds: object,
+    rules: Sequence[Rule],
+    as_of: datetime,
+    *,
+    recorded: bool,
+    since: datetime | None,
+    until: datetime | None,
+    where: Sequence[str],
+    carry: Callable[[pl.Schema], Sequence[pl.Expr]] | None,
+    slice_runs: int,
+    known: KnownNames | None,
+) -> WindowCodes | None:
+    """Every rule's rows of the window from its store, run-major; None when a rule has no store.
+
+    The rows are those :func:`run_stored` hands its sinks (kept rows of
+    the window's runs, and rows decided again), read a rule at a time over
+    the whole window: a rule's live rows are read once, coded
+    (:func:`~ocp_analytics.engine.run_codes.cell_code`) and lined up with
+    the runs, instead of read and joined once a slice. Returns None, having
+    read no row, when ``ds`` is not a committed dataset on disk or some
+    rule would be decided from raw, and when the window has no slice (the
+    caller runs the loop).
+    """
+    dataset = _usable(ds)
+    if dataset is None:
+        return None
+    plans = _plans(dataset, _targets(list(rules), recorded), as_of)
+    if not plans or any(p.record is None for p in plans):
+        return None
+    again = _decide_again(dataset, plans, as_of)
+    parts = window_slices(dataset, slice_runs, since, until, known)
+    frames = [
+        tables["runs"].select(
+            "doc_id", "run_id", *(e for e in exprs if e.meta.output_name() != "run_id")
+        )
+        for tables, exprs in selected(parts, since, until, where, carry, known)
+    ]
+    runs = pl.concat(pl.collect_all(frames)) if frames else pl.DataFrame()
+    if not runs.width:
+        return None  # no slice: the loop gives the empty figures
+    runs = runs if runs.get_column("doc_id").is_sorted() else runs.sort("doc_id")
+    return WindowCodes(runs, plans, again, as_of, dataset.snapshot)
+
+
+def _rule_cells(
+    plan: _Plan, again: pl.DataFrame | None, ids: pl.Series, counts: list[int]
+) -> pl.DataFrame:
+    """One stored rule's ``_cell`` and attempts, lined up with the runs ``ids`` (sorted)."""
+    assert plan.record is not None
+    bounds = pl.col("doc_id").is_between(ids.min(), ids.max()) if ids.len() else pl.lit(False)
+    cols = ["doc_id", cell_code(), pl.col(ATT)]
+    kept = [f.filter(bounds).select(cols) for f in plan.store.scans(plan.record)]
+    if plan.dropped.len():
+        kept = [f.filter(~pl.col("doc_id").is_in(plan.dropped.implode())) for f in kept]
+    pieces = pl.collect_all(kept)
+    decided = 0
+    if again is not None and again.height:
+        mine = again.lazy().filter(bounds).select(cols).collect()
+        decided = int(mine.get_column("doc_id").is_in(ids.implode()).sum())
+        pieces.append(mine)
+    pieces = [
+        p if p.get_column("doc_id").is_sorted() else p.sort("doc_id") for p in pieces if p.height
+    ]
+    if not pieces:
+        rows = pl.DataFrame(schema={"doc_id": pl.Int64, CELL: pl.UInt8, ATT: pl.Int64})
+    else:
+        rows = pieces[0]
+        for more in pieces[1:]:
+            rows = rows.merge_sorted(more, "doc_id")
+    if rows.height != ids.len() or not rows.get_column("doc_id").equals(ids):
+        rows = ids.to_frame().join(rows, on="doc_id", how="left", maintain_order="left")
+    if rows.height != ids.len():  # a doc_id twice among a rule's live rows: never lined up
+        raise AssertionError(f"the rows of {plan.label!r} repeat a run version")
+    found = rows.height - rows.get_column(CELL).null_count()
+    counts[0] += found - decided
+    counts[1] += decided
+    return rows.drop("doc_id")

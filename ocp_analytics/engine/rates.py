@@ -203,12 +203,15 @@ def check_tier(tier: str | None) -> Tier | None:
 
 
 def partials(
-    acc: pl.LazyFrame, keys: Sequence[str], min_tier: Tier | None
+    acc: pl.LazyFrame, keys: Sequence[str], min_tier: Tier | None, weight: str | None = None
 ) -> tuple[pl.LazyFrame, pl.LazyFrame]:
     """Counts per (keys, rule), and the histogram of attempts to acceptance.
 
     Both add up across slices of runs, so rates of any number of runs are
-    exact (the median comes from the histogram).
+    exact (the median comes from the histogram). ``weight``: a column of
+    how many runs each row stands for (rows of distinct decisions, counted
+    once: :mod:`ocp_analytics.engine.run_codes`); each row is one run
+    without it.
     """
     outcome = pl.col("outcome")
     rank = pl.col("tier").replace_strict(TIER_RANK, return_dtype=pl.Int8)
@@ -218,26 +221,26 @@ def partials(
     accepted = pl.col("_o") == "accepted"
     decided = accepted | (pl.col("_o") == "rejected")
     group = [*keys, "rule"]
+
+    def count(flag: pl.Expr) -> pl.Expr:
+        n = flag.sum() if weight is None else pl.col(weight).filter(flag).sum()
+        return n.cast(pl.Int64)
+
+    runs = pl.len() if weight is None else pl.col(weight).sum()
     counts = acc.group_by(group).agg(
-        pl.len().cast(pl.Int64).alias("runs"),
-        accepted.sum().cast(pl.Int64).alias("accepted"),
-        (pl.col("_o") == "rejected").sum().cast(pl.Int64).alias("rejected"),
-        (pl.col("_o") == "unknown").sum().cast(pl.Int64).alias("unknown"),
-        (accepted & pl.col("window_open")).sum().cast(pl.Int64).alias("provisional"),
-        (accepted & (pl.col("accepted_attempt_n") == 1))
-        .sum()
-        .cast(pl.Int64)
-        .alias("first_node_attempt"),
-        *(
-            (decided & (pl.col("tier") == t)).sum().cast(pl.Int64).alias(f"tier_{t}")
-            for t in OUTCOME_TIERS
-        ),
+        runs.cast(pl.Int64).alias("runs"),
+        count(accepted).alias("accepted"),
+        count(pl.col("_o") == "rejected").alias("rejected"),
+        count(pl.col("_o") == "unknown").alias("unknown"),
+        count(accepted & pl.col("window_open")).alias("provisional"),
+        count(accepted & (pl.col("accepted_attempt_n") == 1)).alias("first_node_attempt"),
+        *(count(decided & (pl.col("tier") == t)).alias(f"tier_{t}") for t in OUTCOME_TIERS),
         pl.col("as_of").first(),
     )
     hist = (
         acc.filter(accepted & pl.col(ATT).is_not_null())
         .group_by(*group, ATT)
-        .agg(pl.len().cast(pl.Int64).alias("count"))
+        .agg(runs.cast(pl.Int64).alias("count"))
     )
     return counts, hist
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -24,6 +26,11 @@ from ocp_analytics.engine.timeaxis import PERIODS, check_period
 from ocp_analytics.reporting.context import Context
 from ocp_analytics.schemas import OUTCOME_TIERS as TIERS
 from ocp_analytics.store.scan import Dataset
+
+if TYPE_CHECKING:
+    from ocp_analytics.api.stored import WindowCodes
+    from ocp_analytics.engine.flips import FlipPartials
+    from ocp_analytics.engine.rates import RatePartials
 
 TOP_FLIPS = 10  # flips drawn and listed on the page (all are in the data)
 SAMPLES = 5  # sample rows per code in the data-quality tables
@@ -107,6 +114,31 @@ class _Current:
         self.sink.add(decisions.filter(pl.col("_w")))
 
 
+def _from_codes(
+    codes: WindowCodes, fine: RatePartials, flips: FlipPartials, when: datetime
+) -> None:
+    """Fill the sinks of :func:`_evaluate` from the window's codes: the partials they would collect.
+
+    The rates' counts and histograms per rule (of every run); the flips'
+    outcome vectors of the current window's runs, all rules at once.
+    """
+    from ocp_analytics.engine.flips import vector_counts, vector_words
+    from ocp_analytics.engine.run_codes import CELL, coded_partials, outcome_codes
+
+    keys = fine.keys
+    current = codes.runs.get_column("_w")
+    outcomes = []
+    for name, cells in codes.rules():
+        c, h = pl.collect_all(coded_partials(codes.runs, cells, name, when, keys))
+        fine.counts.append(c)
+        fine.hists.append(h)
+        outcomes.append(outcome_codes(cells.get_column(CELL).filter(current)))
+    runs = codes.runs.filter(current).select("run_id")
+    if runs.height:
+        vectors = runs.with_columns(vector_words(outcomes))
+        flips.parts.append(vector_counts(vectors, flips.names, flips.sample))
+
+
 def _evaluate(ctx: Context) -> dict[str, pl.DataFrame]:
     """One pass over the runs of this window and the previous one, a slice at a time.
 
@@ -137,7 +169,12 @@ def _evaluate(ctx: Context) -> dict[str, pl.DataFrame]:
     # rows a full evaluation gives, else raw; the names no run carries are warnings,
     # which the page shows as banners (page.report)
     scope = _Scope(ctx.rules, ctx.as_of, lo, ctx.until, recorded=True, decisions=ctx.decisions)
-    scope.run(ctx.dataset, sinks, carry_all)
+    # from the stores, the window run-major (a byte per run and rule) when every rule has one
+    codes = scope.codes(ctx.dataset, carry_all)
+    if codes is None:
+        scope.run(ctx.dataset, sinks, carry_all)
+    else:
+        _from_codes(codes, fine, flips, ctx.as_of)
     empty = empty_decisions(["_w", *keys], {"_w": pl.Boolean(), keys[0]: pl.Datetime("us", "UTC")})
     head = fine.regrouped(["_w"])
     trend, by_group = fine.regrouped(keys, pl.col("_w")), fine.regrouped(keys[1:], pl.col("_w"))

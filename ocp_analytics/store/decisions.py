@@ -310,6 +310,16 @@ class DecisionStore:
 
     def scan(self, record: dict[str, Any]) -> pl.LazyFrame:
         """The live rows of ``record`` (DECISIONS columns), lazily (its parts checked first)."""
+        frames = self.scans(record)
+        if not frames:
+            return pl.DataFrame(DECISIONS_SCHEMA.empty_table()).lazy()
+        return pl.concat(frames)
+
+    def scans(self, record: dict[str, Any]) -> list[pl.LazyFrame]:
+        """The live rows of each chain entry with rows, oldest first (its parts checked first).
+
+        Together, the rows of :meth:`scan`.
+        """
         self.check(record, "parts")
         frames = []
         for entry, later in zip(record["chain"], self._later_superseded(record), strict=True):
@@ -323,9 +333,7 @@ class DecisionStore:
             frames.append(
                 rows.filter(~pl.col("doc_id").is_in(later.implode())) if len(later) else rows
             )
-        if not frames:
-            return pl.DataFrame(DECISIONS_SCHEMA.empty_table()).lazy()
-        return pl.concat(frames)
+        return frames
 
     def _pending(self, rel: str | None, due: datetime | None = None) -> pl.DataFrame:
         """A pending file's rows (with ``due``, those whose ``changes_at`` has come by then).

@@ -1,0 +1,144 @@
+"""The report's decisions run-major (#38): a byte per (run, rule) gives the partials of the rows.
+
+``engine/run_codes.py`` codes a decision row in one byte and counts distinct
+(group, code, attempts) rows weighted by their runs; held here to
+``engine.rates.partials`` over the rows themselves, and the report read that
+way (every rule stored) to the report from raw, over every run (the rows
+line up with the runs as they are) and over a window (joined).
+"""
+
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+import ocp_analytics as oa
+import ocp_analytics.api._scope as scope_module
+from ocp_analytics.engine.rates import ATT, combine, partials
+from ocp_analytics.engine.run_codes import CELL, cell_code, cell_columns, coded_partials
+from ocp_analytics.schemas import OUTCOME_TIERS
+from tests.test_refresh_readers import RULES, _docs, _write
+
+AT = datetime(2027, 1, 1, tzinfo=UTC)
+OUTCOMES = ["accepted", "rejected", "unknown"]
+
+
+def test_a_cell_code_keeps_what_the_rates_read_of_a_row() -> None:
+    combos = list(itertools.product(OUTCOMES, [*OUTCOME_TIERS, None], [True, False], [1, 2, None]))
+    rows = pl.DataFrame(
+        combos,
+        schema={
+            "outcome": pl.String,
+            "tier": pl.String,
+            "window_open": pl.Boolean,
+            "accepted_attempt_n": pl.Int64,
+        },
+        orient="row",
+    )
+    coded = rows.select(cell_code())
+    assert coded.schema[CELL] == pl.UInt8
+    back = coded.select(cell_columns(pl.col(CELL)))
+    first = pl.when(pl.col("accepted_attempt_n") == 1).then(pl.lit(1, pl.Int64))
+    kept = rows.with_columns(first.alias("accepted_attempt_n"))
+    assert_frame_equal(back, kept)
+    assert coded.get_column(CELL).n_unique() == kept.n_unique()  # rows differ, codes differ
+
+
+def _rows(n: int, seed: int) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pl.DataFrame(
+        {
+            "_w": rng.random(n) < 0.6,
+            "team": rng.choice(["a", "b", "c"], n),
+            "outcome": rng.choice(OUTCOMES, n),
+            "tier": rng.choice(list(OUTCOME_TIERS), n),
+            "window_open": rng.random(n) < 0.2,
+            "accepted_attempt_n": pl.Series(rng.choice([1, 2, 3], n)).cast(pl.Int64),
+            ATT: pl.Series(rng.choice([1, 2, 3, 4], n)).cast(pl.Int64),
+        }
+    ).with_columns(
+        pl.when(pl.int_range(pl.len()) % 7 != 0).then(pl.col(ATT)).alias(ATT),
+        pl.lit("r").alias("rule"),
+        pl.lit(AT).dt.cast_time_unit("us").alias("as_of"),
+    )
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_coded_partials_are_the_partials_of_the_rows(seed: int) -> None:
+    """Counts and histograms of distinct coded rows, weighted, are those of the rows; a run
+    with no row under the rule (a null cell) counts nowhere."""
+    rows = _rows(5_000, seed)
+    keys = ["_w", "team"]
+    cells = rows.select(cell_code(), ATT).with_columns(
+        pl.when(pl.int_range(pl.len()) % 11 != 5).then(pl.col(CELL)).alias(CELL)
+    )
+    kept = rows.filter(cells.get_column(CELL).is_not_null())
+    want = combine(*(f.lazy() for f in pl.collect_all(partials(kept.lazy(), keys, None))), keys)
+    c, h = pl.collect_all(coded_partials(rows, cells, "r", AT, keys))
+    got = combine(c.lazy(), h.lazy(), keys)
+    order = [*keys, "rule"]
+    assert_frame_equal(got.collect().sort(order), want.collect().sort(order))
+
+
+def _spy(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The heights of the runs each run-major read of the stores returned (none: not read)."""
+    seen: list[int] = []
+    real = scope_module.window_codes
+
+    def spy(*args: object, **kwargs: object) -> object:
+        found = real(*args, **kwargs)  # type: ignore[arg-type]
+        if found is not None:
+            seen.append(found.runs.height)
+        return found
+
+    monkeypatch.setattr(scope_module, "window_codes", spy)
+    return seen
+
+
+@pytest.mark.parametrize("since", [None, "120d"])
+def test_the_report_from_the_stores_run_major_is_the_report_from_raw(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, since: str | None
+) -> None:
+    """Every data file is the same read run-major from the stores as from raw: over every run
+    and over a window, by two groups, after a later ingest (rows decided again in memory)."""
+    pytest.importorskip("altair")
+    ds = tmp_path / "ds"
+    docs = _docs(0, 160)
+    oa.ingest(_write(tmp_path / "a.ndjson", docs[:120]), ds)
+    oa.refresh(ds, RULES, as_of="2026-11-10T00:00:00Z")
+    oa.ingest(_write(tmp_path / "b.ndjson", docs[120:]), ds)
+    seen = _spy(monkeypatch)
+    pages = {}
+    for decisions in (True, False):
+        pages[decisions] = oa.report(
+            ds,
+            RULES,
+            by=["task_type", "label.team"],
+            since=since,
+            as_of="2026-12-01T00:00:00Z",
+            out=tmp_path / f"page-{decisions}.html",
+            data_format="parquet",
+            use_decisions=decisions,
+        )
+    assert len(seen) == 1 and seen[0] > 0  # the stored report read run-major, raw did not
+    for name, path in pages[True].data.items():
+        assert_frame_equal(pl.read_parquet(path), pl.read_parquet(pages[False].data[name]))
+
+
+def test_a_rule_without_a_store_reads_the_slices(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One rule with no store: the report runs the slice loop (that rule from raw)."""
+    pytest.importorskip("altair")
+    ds = tmp_path / "ds"
+    oa.ingest(_write(tmp_path / "a.ndjson", _docs(0, 60)), ds)
+    oa.refresh(ds, RULES[:2], as_of="2026-11-10T00:00:00Z")
+    seen = _spy(monkeypatch)
+    oa.report(ds, RULES[:3], as_of="2026-12-01T00:00:00Z", out=tmp_path / "page.html")
+    assert seen == []
