@@ -572,3 +572,34 @@ def test_current_versions_read_through_the_shared_superseded_read(tmp_path: Path
             got = read.current(table).collect()
             assert got.sort(got.columns).equals(want.sort(want.columns)), table
     assert scanned.current("findings").collect().height > windowed["findings"].collect().height
+
+
+def test_the_newest_run_end_reads_the_last_days_first(tmp_path: Path) -> None:
+    """A run ended in the week before as_of: only the parts of those days are read, and the
+    figure is the whole dataset's (a replaced version's later end still not news)."""
+    from types import SimpleNamespace
+
+    from benchmarks.generate import generate_documents
+    from ocp_analytics.reporting.freshness import _newest_run_end
+
+    docs = sorted(
+        (d for d in generate_documents(60, 7) if d["run"].get("ended_at")),
+        key=lambda d: d["run"]["ended_at"],
+    )
+    ds = tmp_path / "ds"
+    oa.ingest(_ndjson(tmp_path / "old.ndjson", docs[:-5]), ds)
+    oa.ingest(_ndjson(tmp_path / "new.ndjson", docs[-5:]), ds)
+    again = json.loads(json.dumps(docs[-1]))
+    again["run"]["ended_at"] = again["run"]["started_at"] = "2025-01-01T00:00:00Z"
+    oa.ingest(_ndjson(tmp_path / "again.ndjson", [again]), ds)
+    as_of = datetime.fromisoformat(docs[-1]["run"]["ended_at"].replace("Z", "+00:00"))
+    scanned = oa.scan_dataset(ds)
+    recent = scanned.within(as_of - timedelta(days=7), as_of + timedelta(microseconds=1))
+    assert recent is not scanned  # the old batch's parts are not read
+    ctx = SimpleNamespace(dataset=scanned, as_of=as_of)
+    found = _newest_run_end(ctx)  # type: ignore[arg-type]
+    at = pl.lit(as_of).dt.cast_time_unit("us")
+    ended = pl.col("ended_at")
+    whole = scanned["runs"].filter(ended <= at).select(ended.max()).collect().item()
+    assert found == whole
+    assert found < as_of  # the newest run's own end went with its replaced version

@@ -21,7 +21,7 @@ from polars.testing import assert_frame_equal
 import ocp_analytics as oa
 import ocp_analytics.api._scope as scope_module
 from ocp_analytics.engine.rates import ATT, combine, partials
-from ocp_analytics.engine.run_codes import CELL, cell_code, cell_columns, coded_partials
+from ocp_analytics.engine.run_codes import CELL, cell_code, cell_columns, coded_partials, patched
 from ocp_analytics.schemas import OUTCOME_TIERS
 from tests.test_refresh_readers import RULES, _docs, _write
 
@@ -126,7 +126,8 @@ def test_the_report_from_the_stores_run_major_is_the_report_from_raw(
             data_format="parquet",
             use_decisions=decisions,
         )
-    assert len(seen) == 1 and seen[0] > 0  # the stored report read run-major, raw did not
+    # the stored report's two passes (rates and flips; the sweep) read run-major, raw's did not
+    assert len(seen) == 2 and min(seen) > 0
     for name, path in pages[True].data.items():
         assert_frame_equal(pl.read_parquet(path), pl.read_parquet(pages[False].data[name]))
 
@@ -142,3 +143,30 @@ def test_a_rule_without_a_store_reads_the_slices(
     seen = _spy(monkeypatch)
     oa.report(ds, RULES[:3], as_of="2026-12-01T00:00:00Z", out=tmp_path / "page.html")
     assert seen == []
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_patched_rows_are_the_live_rows_in_doc_order(seed: int) -> None:
+    """The oldest entry with the later rows put in place is the filtered, merged, sorted rows:
+    runs decided again, replaced (removed, no later row), new after or among the old ones."""
+    rng = np.random.default_rng(seed)
+    ids = np.sort(rng.choice(10_000, 2_000, replace=False))
+    base = pl.DataFrame({"doc_id": ids, "x": rng.integers(0, 9, ids.size).astype(np.uint8)})
+    removed = rng.choice(ids, 300, replace=False)
+    again = rng.choice(removed, 200, replace=False)  # decided again: same doc_id, a new row
+    fresh = rng.choice(np.setdiff1d(np.arange(20_000), ids), 50, replace=False)
+    if seed % 2:  # new runs only after the old ones: appended
+        fresh = fresh[fresh > ids.max()]
+    later_ids = rng.permutation(np.concatenate([again, fresh]))
+    later = pl.DataFrame(
+        {"doc_id": later_ids, "x": rng.integers(9, 20, later_ids.size).astype(np.uint8)}
+    )
+    got = patched(base, later, pl.Series(removed))
+    live = base.filter(~pl.col("doc_id").is_in(pl.Series(removed).implode()))
+    assert_frame_equal(got, pl.concat([live, later]).sort("doc_id"))
+
+
+def test_a_later_row_over_a_live_row_is_refused() -> None:
+    base = pl.DataFrame({"doc_id": [1, 2], "x": [0, 0]})
+    with pytest.raises(AssertionError, match="still live"):
+        patched(base, pl.DataFrame({"doc_id": [2], "x": [1]}), pl.Series([], dtype=pl.Int64))

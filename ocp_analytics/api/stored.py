@@ -43,7 +43,7 @@ from ocp_analytics.engine.acceptance import CODED_TYPES, OUTPUT_SCHEMA, decide
 from ocp_analytics.engine.evaluate import Sink, selected, window_slices
 from ocp_analytics.engine.known import KnownNames
 from ocp_analytics.engine.rates import ATT
-from ocp_analytics.engine.run_codes import CELL, cell_code
+from ocp_analytics.engine.run_codes import cell_code, patched
 from ocp_analytics.model.rules import Rule
 from ocp_analytics.store.decisions import DECISIONS_SCHEMA
 from ocp_analytics.store.scan import Dataset
@@ -52,6 +52,7 @@ __all__ = ["WindowCodes", "observing", "run_stored", "window_codes"]
 
 _LOG = logging.getLogger("ocp_analytics.decisions")
 _STORED = frozenset(DECISIONS_SCHEMA.names)
+_FOUND = "_found"  # true where a run has a row under the rule (WindowCodes.columns)
 _SEEN: ContextVar[list[RefreshSummary] | None] = ContextVar("ocp_decisions_seen", default=None)
 
 
@@ -274,10 +275,23 @@ class WindowCodes:
         Once every rule was read, what was reused and decided is said
         (:func:`observing`).
         """
+        return self.columns(lambda _: [cell_code(), pl.col(ATT)])
+
+    def columns(
+        self, exprs: Callable[[Rule | None], Sequence[pl.Expr]]
+    ) -> Iterator[tuple[str, pl.DataFrame]]:
+        """Each rule's label with the columns ``exprs(rule)`` of its rows, lined up with ``runs``.
+
+        The expressions read stored columns (the recorded rule's is None);
+        a run with no row under the rule has nulls, and ``_found`` tells it
+        (true: a row). What was reused and decided is said once every rule
+        was read (:func:`observing`).
+        """
         ids = self.runs.get_column("doc_id")
         counts = [0, 0]  # reused, decided
         for plan in self.plans:
-            yield plan.label, _rule_cells(plan, self.again.get(plan.label), ids, counts)
+            read = [pl.lit(True).alias(_FOUND), *exprs(plan.target)]
+            yield plan.label, _rule_columns(plan, self.again.get(plan.label), ids, counts, read)
         _tell(RefreshSummary(self.as_of, self.snapshot, counts[0], counts[1], ()))
 
 
@@ -326,36 +340,45 @@ def window_codes(
     return WindowCodes(runs, plans, again, as_of, dataset.snapshot)
 
 
-def _rule_cells(
-    plan: _Plan, again: pl.DataFrame | None, ids: pl.Series, counts: list[int]
+def _rule_columns(
+    plan: _Plan,
+    again: pl.DataFrame | None,
+    ids: pl.Series,
+    counts: list[int],
+    exprs: Sequence[pl.Expr],
 ) -> pl.DataFrame:
-    """One stored rule's ``_cell`` and attempts, lined up with the runs ``ids`` (sorted)."""
+    """One stored rule's ``exprs`` over its live rows, lined up with the runs ``ids`` (sorted)."""
     assert plan.record is not None
     bounds = pl.col("doc_id").is_between(ids.min(), ids.max()) if ids.len() else pl.lit(False)
-    cols = ["doc_id", cell_code(), pl.col(ATT)]
-    kept = [f.filter(bounds).select(cols) for f in plan.store.scans(plan.record)]
-    if plan.dropped.len():
-        kept = [f.filter(~pl.col("doc_id").is_in(plan.dropped.implode())) for f in kept]
-    pieces = pl.collect_all(kept)
+    cols = [pl.col("doc_id"), *exprs]
+    entries = plan.store.entries(plan.record)
+    if not entries:
+        entries = [
+            (pl.DataFrame(DECISIONS_SCHEMA.empty_table()).lazy(), pl.Series("doc_id", [], pl.Int64))
+        ]
+    # the oldest entry whole, its rows no longer live taken out by position (patched); the
+    # later entries' live rows (a night's: few) filtered here
+    (first, gone), *rest = entries
+    dropped = plan.dropped.implode()
+    read = [first.filter(bounds).select(cols)] + [
+        f.filter(
+            bounds, ~pl.col("doc_id").is_in(later.implode()), ~pl.col("doc_id").is_in(dropped)
+        ).select(cols)
+        for f, later in rest
+    ]
+    base, *more = pl.collect_all(read)
     decided = 0
     if again is not None and again.height:
         mine = again.lazy().filter(bounds).select(cols).collect()
         decided = int(mine.get_column("doc_id").is_in(ids.implode()).sum())
-        pieces.append(mine)
-    pieces = [
-        p if p.get_column("doc_id").is_sorted() else p.sort("doc_id") for p in pieces if p.height
-    ]
-    if not pieces:
-        rows = pl.DataFrame(schema={"doc_id": pl.Int64, CELL: pl.UInt8, ATT: pl.Int64})
-    else:
-        rows = pieces[0]
-        for more in pieces[1:]:
-            rows = rows.merge_sorted(more, "doc_id")
+        more.append(mine)
+    later = pl.concat(more) if more else base.clear()
+    rows = patched(base, later, pl.concat([gone, plan.dropped]))
     if rows.height != ids.len() or not rows.get_column("doc_id").equals(ids):
         rows = ids.to_frame().join(rows, on="doc_id", how="left", maintain_order="left")
     if rows.height != ids.len():  # a doc_id twice among a rule's live rows: never lined up
         raise AssertionError(f"the rows of {plan.label!r} repeat a run version")
-    found = rows.height - rows.get_column(CELL).null_count()
+    found = rows.height - rows.get_column(_FOUND).null_count()
     counts[0] += found - decided
     counts[1] += decided
     return rows.drop("doc_id")

@@ -36,7 +36,7 @@ from ocp_analytics.engine.sweep_inputs import (
 from ocp_analytics.exceptions import OcpAnalyticsError, hint
 from ocp_analytics.model.rules import Rule, ScoreTarget, resolve_rules
 from ocp_analytics.store.commits import Snapshot
-from ocp_analytics.store.scan import scan_at
+from ocp_analytics.store.scan import Dataset, scan_at
 
 __all__ = ["curves", "score_rule", "sweep"]
 
@@ -334,6 +334,10 @@ def _from_rules(
     stores).
     """
     names = sorted({r.score.name for r in rules if r.score is not None})
+    with nullcontext() if said else observing():
+        whole = _run_major(ds, rules, scope, names, keys, carry, stacklevel)
+    if whole is not None:
+        return whole
     found: dict[str, list[pl.DataFrame]] = {n: [] for n in names}
     read = False
     for tables in slices(ds, scope.slice_runs, since=scope.since, until=scope.until):
@@ -354,3 +358,46 @@ def _from_rules(
     with nullcontext() if said else observing():
         scope.run(ds, [sink], carry_all, stacklevel=stacklevel)
     return [pl.concat(f) if f else pl.DataFrame() for f in sink.frames]
+
+
+def _run_major(
+    ds: DatasetLike,
+    rules: list[Rule],
+    scope: _Scope,
+    names: Sequence[str],
+    keys: Sequence[str],
+    carry: Callable[[pl.Schema], Sequence[pl.Expr]],
+    stacklevel: int,
+) -> list[pl.DataFrame] | None:
+    """:func:`_from_rules` over the whole window at once when every rule has a usable store.
+
+    The window's runs are read once (:func:`~ocp_analytics.api.stored.window_codes`),
+    the latest scores of every name with one read of the window's signals,
+    and each rule's rest from its stored rows over the whole window, each
+    lined up with the runs: no slice of decisions is joined. None (nothing
+    read) when some rule has no usable store.
+    """
+    codes = scope.codes(ds, carry, stacklevel=stacklevel)
+    if codes is None:
+        return None
+    runs = codes.runs
+    assert isinstance(ds, Dataset)  # window_codes reads committed datasets only
+    signals = ds.within(scope.since, scope.until).current("signals")
+    latest = score_values(signals, scope.as_of, names).collect()
+    ids = runs.select("doc_id")
+    values = {
+        name: ids.join(
+            part.drop("name"), on="doc_id", how="left", maintain_order="left"
+        ).get_column("value")
+        for (name,), part in latest.partition_by("name", as_dict=True).items()
+    }
+    none = pl.Series("value", [None] * runs.height, pl.Float64)
+    out = []
+    for rule, (_, rows) in zip(
+        rules, codes.columns(lambda r: [rest_from_reasons(r)] if r else []), strict=True
+    ):
+        assert rule.score is not None
+        value = values.get(rule.score.name, none).alias("value")
+        frame = pl.DataFrame([*runs.select(keys).get_columns(), value, rows.get_column("rest")])
+        out.append(frame.filter(rows.get_column("_found").is_not_null()))
+    return out

@@ -127,3 +127,61 @@ def coded_partials(
         )
     )
     return partials(distinct, keys, None, weight="_runs")
+
+
+def patched(base: pl.DataFrame, later: pl.DataFrame, removed: pl.Series) -> pl.DataFrame:
+    """``base``'s rows but those of ``removed``, with ``later``'s rows, in ``doc_id`` order.
+
+    How a store's live rows come together cheaply: its oldest entry read
+    whole (``base``, usually millions of rows in ``doc_id`` order), then a
+    night's rows (``later``, a few) put in place instead of merged: a row of
+    ``later`` whose ``doc_id`` ``base`` holds takes that row's place (it
+    decides that run again); the others go after ``base`` when they all
+    come after it (new runs have the newest doc_ids), else the two are
+    merged. ``removed`` lists the doc_ids of ``base`` no longer live (those
+    decided again, and runs replaced). Both frames have the same columns,
+    ``doc_id`` first, each ``doc_id`` at most once.
+
+    Examples
+    --------
+    >>> base = pl.DataFrame({"doc_id": [1, 2, 3, 4], "x": ["a", "b", "c", "d"]})
+    >>> later = pl.DataFrame({"doc_id": [3, 9], "x": ["C", "new"]})
+    >>> patched(base, later, pl.Series([2, 3])).rows()
+    [(1, 'a'), (3, 'C'), (4, 'd'), (9, 'new')]
+    """
+    if not base.get_column("doc_id").is_sorted():
+        base = base.sort("doc_id")
+    if not later.get_column("doc_id").is_sorted():
+        later = later.sort("doc_id")
+    ids, n = base.get_column("doc_id"), base.height
+    if n == 0 or (later.height == 0 and removed.len() == 0):
+        return base if later.height == 0 else pl.concat([base, later]).sort("doc_id")
+    dead = _positions(ids, removed.cast(pl.Int64).unique().sort())
+    at = ids.search_sorted(later.get_column("doc_id")).cast(pl.Int64)
+    held = (at < n) & (ids.gather(at.clip(0, n - 1)) == later.get_column("doc_id"))
+    into, rows = at.filter(held), later.filter(held)
+    alive = pl.repeat(True, n, eager=True).scatter(dead, False)
+    if into.len():
+        if not into.is_in(dead.implode()).all():  # two live rows of one run: never patched over
+            raise AssertionError("a later row decides a run whose older row is still live")
+        alive = alive.scatter(into, True)
+        base = base.with_columns(
+            base.get_column(c).scatter(into, rows.get_column(c)) for c in base.columns[1:]
+        )
+    if dead.len():
+        base = base.filter(alive)
+    rest = later.filter(~held)
+    if rest.height == 0:
+        return base
+    if base.height == 0 or rest.get_column("doc_id").min() > ids.max():  # type: ignore[operator]
+        return pl.concat([base, rest])
+    return base.merge_sorted(rest, "doc_id")
+
+
+def _positions(ids: pl.Series, wanted: pl.Series) -> pl.Series:
+    """The positions in ``ids`` (sorted) of the values of ``wanted`` (sorted) it holds."""
+    n = ids.len()
+    if n == 0 or wanted.len() == 0:
+        return pl.Series("at", [], pl.Int64)
+    at = ids.search_sorted(wanted).cast(pl.Int64)
+    return at.filter((at < n) & (ids.gather(at.clip(0, n - 1)) == wanted))

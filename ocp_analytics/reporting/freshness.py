@@ -37,15 +37,31 @@ def age_text(delta: timedelta | None) -> str:
     return " ".join(shown) or "0min"
 
 
+# how far back the newest run end is looked for first, in the parts the manifest keeps
+_RECENT = timedelta(days=7)
+
+
 def _newest_run_end(ctx: Context) -> datetime | None:
-    """The newest ``ended_at`` not after ``as_of`` (a run ending later is not yet known)."""
+    """The newest ``ended_at`` not after ``as_of`` (a run ending later is not yet known).
+
+    Looked for first among the runs of the last days (the parts whose runs'
+    times meet ``[as_of - 7 days, as_of]``: a nightly dataset's newest
+    batches): a run that ended then has its time in that window, so the
+    newest of them is the newest of all. Only a dataset with no run ending
+    in those days is read whole.
+    """
     from ocp_analytics.store.scan import scan_dataset
 
     ds = ctx.dataset if isinstance(ctx.dataset, Dataset) else scan_dataset(ctx.dataset)
     as_of = pl.lit(ctx.as_of).dt.cast_time_unit("us")
-    runs = ds.current("runs")  # the replaced versions the report's passes share
-    value = runs.filter(pl.col("ended_at") <= as_of).select(pl.col("ended_at").max()).collect()
-    return value.item()
+    ended = pl.col("ended_at")
+    recent = ds.within(ctx.as_of - _RECENT, ctx.as_of + timedelta(microseconds=1))
+    for read in (recent, ds) if recent is not ds else (ds,):
+        runs = read.current("runs")  # the replaced versions the report's passes share
+        value = runs.filter(ended <= as_of).select(ended.max()).collect().item()
+        if value is not None:
+            return value
+    return None
 
 
 def _last_ingest(ctx: Context) -> datetime | None:

@@ -320,8 +320,19 @@ class DecisionStore:
 
         Together, the rows of :meth:`scan`.
         """
+        return [
+            rows.filter(~pl.col("doc_id").is_in(later.implode())) if len(later) else rows
+            for rows, later in self.entries(record)
+        ]
+
+    def entries(self, record: dict[str, Any]) -> list[tuple[pl.LazyFrame, pl.Series]]:
+        """Each chain entry with rows: all its rows, and the doc_ids later entries supersede.
+
+        A row of an entry is live unless its ``doc_id`` is among the second
+        (:meth:`scans` filters them). The parts are checked first.
+        """
         self.check(record, "parts")
-        frames = []
+        out = []
         for entry, later in zip(record["chain"], self._later_superseded(record), strict=True):
             if not entry["parts"]:
                 continue
@@ -330,10 +341,8 @@ class DecisionStore:
                 storage_options=self.root.storage_options(),
                 glob=False,
             )
-            frames.append(
-                rows.filter(~pl.col("doc_id").is_in(later.implode())) if len(later) else rows
-            )
-        return frames
+            out.append((rows, later))
+        return out
 
     def _pending(self, rel: str | None, due: datetime | None = None) -> pl.DataFrame:
         """A pending file's rows (with ``due``, those whose ``changes_at`` has come by then).
