@@ -87,6 +87,7 @@ class _Scope:
         dataset: DatasetLike,
         carry: Callable[[pl.Schema], Sequence[pl.Expr]] | None = None,
         stacklevel: int = 3,
+        run_ids: bool = True,
     ) -> WindowCodes | None:
         """The window's decisions from the stores, run-major (:func:`.stored.window_codes`).
 
@@ -108,6 +109,7 @@ class _Scope:
             carry=carry,
             slice_runs=self.slice_runs,
             known=known,
+            run_ids=run_ids,
         )
         if found is not None:
             for message in known.messages() if known is not None else []:

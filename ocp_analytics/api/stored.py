@@ -258,8 +258,8 @@ def _stored_slice(
 class WindowCodes:
     """A window's decisions read from the stores, lined up with its runs.
 
-    ``runs``: the window's runs (``doc_id``, ``run_id`` and the carried
-    columns) in ``doc_id`` order. :meth:`rules` reads each rule's rows in
+    ``runs``: the window's runs (``doc_id``, ``run_id`` unless not asked
+    for, and the carried columns) in ``doc_id`` order. :meth:`rules` reads each rule's rows in
     turn, so one rule's cells are held at a time.
     """
 
@@ -307,6 +307,7 @@ def window_codes(
     carry: Callable[[pl.Schema], Sequence[pl.Expr]] | None,
     slice_runs: int,
     known: KnownNames | None,
+    run_ids: bool = True,
 ) -> WindowCodes | None:
     """Every rule's rows of the window from its store, run-major; None when a rule has no store.
 
@@ -317,7 +318,8 @@ def window_codes(
     the runs, instead of read and joined once a slice. Returns None, having
     read no row, when ``ds`` is not a committed dataset on disk or some
     rule would be decided from raw, and when the window has no slice (the
-    caller runs the loop).
+    caller runs the loop). ``run_ids``: keep the runs' ``run_id`` (the
+    flips' samples; a sweep needs none).
     """
     dataset = _usable(ds)
     if dataset is None:
@@ -329,7 +331,9 @@ def window_codes(
     parts = window_slices(dataset, slice_runs, since, until, known)
     frames = [
         tables["runs"].select(
-            "doc_id", "run_id", *(e for e in exprs if e.meta.output_name() != "run_id")
+            "doc_id",
+            *(["run_id"] if run_ids else []),
+            *(e for e in exprs if e.meta.output_name() != "run_id"),
         )
         for tables, exprs in selected(parts, since, until, where, carry, known)
     ]

@@ -377,7 +377,7 @@ def _run_major(
     lined up with the runs: no slice of decisions is joined. None (nothing
     read) when some rule has no usable store.
     """
-    codes = scope.codes(ds, carry, stacklevel=stacklevel)
+    codes = scope.codes(ds, carry, stacklevel=stacklevel, run_ids=False)
     if codes is None:
         return None
     runs = codes.runs

@@ -169,8 +169,9 @@ def _evaluate(ctx: Context) -> dict[str, pl.DataFrame]:
     # rows a full evaluation gives, else raw; the names no run carries are warnings,
     # which the page shows as banners (page.report)
     scope = _Scope(ctx.rules, ctx.as_of, lo, ctx.until, recorded=True, decisions=ctx.decisions)
-    # from the stores, the window run-major (a byte per run and rule) when every rule has one
-    codes = scope.codes(ctx.dataset, carry_all)
+    # from the stores, the window run-major (a byte per run and rule) when every rule has
+    # one; its runs need no carried doc_id (they keep their own, in doc_id order)
+    codes = scope.codes(ctx.dataset, lambda schema: [current.alias("_w"), *carry(schema)])
     if codes is None:
         scope.run(ctx.dataset, sinks, carry_all)
     else:
