@@ -10,6 +10,7 @@ docs/statistics.md, "Where to put the bar: the threshold sweep".
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
@@ -19,7 +20,7 @@ import polars as pl
 
 from ocp_analytics._typing import DatasetLike, When
 from ocp_analytics.api.evaluation import _Scope
-from ocp_analytics.api.stored import observing
+from ocp_analytics.api.stored import WindowCodes, observing
 from ocp_analytics.engine.evaluate import SLICE_RUNS, slices
 from ocp_analytics.engine.groups import group_carry, warn_missing_labels
 from ocp_analytics.engine.known import KnownNames
@@ -41,6 +42,7 @@ from ocp_analytics.store.scan import Dataset, scan_at
 __all__ = ["curves", "score_rule", "sweep"]
 
 _DOC = "_sweep_doc"  # the run's doc_id, carried through the loop (a leading "_")
+_SCORE_RUNS = 2_000_000  # runs whose latest scores are found at a time (_run_major)
 
 
 def score_rule(
@@ -211,6 +213,7 @@ def curves(
     decisions: bool = False,
     names: bool = True,
     said: bool = False,
+    window: WindowCodes | None = None,
 ) -> list[pl.DataFrame]:
     """:func:`sweep`'s curve of each rule with a score, every rule in one pass over the runs.
 
@@ -223,7 +226,9 @@ def curves(
     name no run carries (and the reading of every slice's signal names it
     may need), for a caller that has warned already; ``said`` hands the
     stores' summary to :func:`~ocp_analytics.api.stored.observing` (the
-    report has said its own, of the same rows).
+    report has said its own, of the same rows). ``window``: the window's
+    runs and the rules' stores read already (the report's, run-major; its
+    runs carry ``by``'s groups and no period), used instead of reading them.
 
     Examples
     --------
@@ -241,7 +246,7 @@ def curves(
     if decisions and all(reasons_tell_rest(r) for r in rules):
         # the loop warns of the names itself (at the caller of curves' caller)
         found = _from_rules(
-            ds, list(rules), replace(scope, names=names), keys, carry, stacklevel + 2, said
+            ds, list(rules), replace(scope, names=names), keys, carry, stacklevel + 2, said, window
         )
     else:
         known = KnownNames(list(rules)) if names else None
@@ -322,6 +327,7 @@ def _from_rules(
     carry: Callable[[pl.Schema], Sequence[pl.Expr]],
     stacklevel: int,
     said: bool = False,
+    window: WindowCodes | None = None,
 ) -> list[pl.DataFrame]:
     """:func:`collect_sweep_rows` from the rules' own rows (their stores', else decided).
 
@@ -335,7 +341,7 @@ def _from_rules(
     """
     names = sorted({r.score.name for r in rules if r.score is not None})
     with nullcontext() if said else observing():
-        whole = _run_major(ds, rules, scope, names, keys, carry, stacklevel)
+        whole = _run_major(ds, rules, scope, names, keys, carry, stacklevel, window)
     if whole is not None:
         return whole
     found: dict[str, list[pl.DataFrame]] = {n: [] for n in names}
@@ -368,6 +374,7 @@ def _run_major(
     keys: Sequence[str],
     carry: Callable[[pl.Schema], Sequence[pl.Expr]],
     stacklevel: int,
+    window: WindowCodes | None = None,
 ) -> list[pl.DataFrame] | None:
     """:func:`_from_rules` over the whole window at once when every rule has a usable store.
 
@@ -377,14 +384,28 @@ def _run_major(
     lined up with the runs: no slice of decisions is joined. None (nothing
     read) when some rule has no usable store.
     """
-    codes = scope.codes(ds, carry, stacklevel=stacklevel, run_ids=False)
+    codes = window or scope.codes(ds, carry, stacklevel=stacklevel, run_ids=False)
     if codes is None:
         return None
     runs = codes.runs
     assert isinstance(ds, Dataset)  # window_codes reads committed datasets only
     signals = ds.within(scope.since, scope.until).current("signals")
-    latest = score_values(signals, scope.as_of, names).collect()
     ids = runs.select("doc_id")
+    # the latest scores a few million runs at a time: finding them sorts every score row
+    # read, and one sort of the whole window's set the report's peak memory
+    docs = ids.get_column("doc_id")
+    cuts = docs.gather_every(_SCORE_RUNS).to_list() + ([docs.max() + 1] if docs.len() else [])  # type: ignore[operator]
+    latest = pl.concat(
+        [
+            score_values(
+                signals.filter(pl.col("doc_id").is_between(lo, hi, closed="left")),
+                scope.as_of,
+                names,
+            ).collect()
+            for lo, hi in itertools.pairwise(cuts)
+        ]
+        or [pl.DataFrame(schema={"doc_id": pl.Int64, "name": pl.String, "value": pl.Float64})]
+    )
     values = {
         name: ids.join(
             part.drop("name"), on="doc_id", how="left", maintain_order="left"

@@ -139,7 +139,7 @@ def _from_codes(
         flips.parts.append(vector_counts(vectors, flips.names, flips.sample))
 
 
-def _evaluate(ctx: Context) -> dict[str, pl.DataFrame]:
+def _evaluate(ctx: Context) -> tuple[dict[str, pl.DataFrame], WindowCodes | None]:
     """One pass over the runs of this window and the previous one, a slice at a time.
 
     The evaluation loop hands every slice's decisions to the same sinks the
@@ -184,7 +184,7 @@ def _evaluate(ctx: Context) -> dict[str, pl.DataFrame]:
         return lazy.rename(dict(zip(keys, names, strict=True)), strict=False).collect()
 
     window = frame(head.rates(empty))
-    return {
+    figures = {
         "current": window.filter(pl.col("_w")).drop("_w"),
         "previous": window.filter(~pl.col("_w")).drop("_w"),
         "trend": frame(trend.rates(empty)),
@@ -192,6 +192,7 @@ def _evaluate(ctx: Context) -> dict[str, pl.DataFrame]:
         "attempts": frame(head.distribution(empty)).filter(pl.col("_w")).drop("_w"),
         "flips": flips.flips().collect(),
     }
+    return figures, codes
 
 
 # --- the figures from the pass ------------------------------------------------------
@@ -353,7 +354,7 @@ def _quality(ds: Dataset) -> dict[str, pl.DataFrame]:
     return out
 
 
-def _sweep(ctx: Context) -> dict[str, pl.DataFrame]:
+def _sweep(ctx: Context, shared: WindowCodes | None = None) -> dict[str, pl.DataFrame]:
     """``sweep``: :func:`~ocp_analytics.sweep` of each rule with a score, over the window.
 
     Empty (no figure, no section) when no rule of the report has a score;
@@ -361,7 +362,8 @@ def _sweep(ctx: Context) -> dict[str, pl.DataFrame]:
     swept. Every rule's curve comes from one pass over the window's slices
     (:func:`~ocp_analytics.api.sweep.curves`; its cost: docs/report.md, "Cost"),
     each rule's rest read from its decisions store when the report reads the
-    stores.
+    stores. ``shared``: the evaluation's window read run-major, narrowed to
+    the sweep's (:func:`_sweep_window`): its runs are not read once more.
     """
     from ocp_analytics.api.sweep import curves
 
@@ -380,6 +382,7 @@ def _sweep(ctx: Context) -> dict[str, pl.DataFrame]:
             until=ctx.until,
             decisions=ctx.decisions,
             names=False,
+            window=shared,
         )
     parts = []
     for rule, curve in zip(scored, found, strict=True):
@@ -395,11 +398,41 @@ def _sweep(ctx: Context) -> dict[str, pl.DataFrame]:
     return {"sweep": pl.concat(parts, how="vertical_relaxed")} if parts else {}
 
 
+def _sweep_window(codes: WindowCodes | None, ctx: Context) -> WindowCodes | None:
+    """The evaluation's window for the sweep: its current runs, their groups, the scored rules.
+
+    The evaluation carries the period first (``_g0``), the sweep the groups
+    only: the group columns are renamed to the sweep's keys. None without
+    ``codes``, a rule with a score, or when a rule's name is not one plan's.
+    A new frame of the runs' ``doc_id`` and groups: the evaluation's runs
+    (and their ids) can go.
+    """
+    from ocp_analytics.api.stored import WindowCodes
+    from ocp_analytics.engine.groups import group_carry
+
+    scored = [rule for rule in ctx.rules if rule.score is not None]
+    if codes is None or not scored:
+        return None
+    plans = {p.label: p for p in codes.plans}
+    if len(plans) != len(codes.plans) or any(r.name not in plans for r in scored):
+        return None
+    _, evaluated, _ = group_carry(ctx.by, ctx.period)
+    _, swept, _ = group_carry(ctx.by, None)
+    runs = codes.runs.filter(pl.col("_w")).select(
+        "doc_id", *(pl.col(e).alias(k) for e, k in zip(evaluated[1:], swept, strict=True))
+    )
+    return WindowCodes(
+        runs, [plans[r.name] for r in scored], codes.again, codes.as_of, codes.snapshot
+    )
+
+
 def build_figures(ctx: Context) -> dict[str, pl.DataFrame]:
     """Every figure of the page, as DataFrames named like their data files (:data:`FIGURES`)."""
     from ocp_analytics.store.scan import scan_dataset
 
-    ev = _evaluate(ctx)
+    ev, codes = _evaluate(ctx)
+    shared = _sweep_window(codes, ctx)
+    del codes  # the run ids the flips read: not held through the sweep
     head = _headline(ctx.names, ev["current"], ev["previous"])
     matrix = compare_matrix(ev["by_group"], list(ctx.names), list(ctx.by))
     ds = ctx.dataset if isinstance(ctx.dataset, Dataset) else scan_dataset(ctx.dataset)
@@ -411,7 +444,7 @@ def build_figures(ctx: Context) -> dict[str, pl.DataFrame]:
             _matrix_long(matrix, ctx.by, ctx.names), ev["by_group"], ctx.by
         ),
         "flips": _flips(ev["flips"]),
-        **_sweep(ctx),
+        **_sweep(ctx, shared),
         "attempts_distribution": ev["attempts"],
         "tier_mix": _tier_mix(head),
         "provisional": _provisional(ev["trend"]),
