@@ -174,3 +174,36 @@ def test_a_later_row_over_a_live_row_is_refused() -> None:
     base = pl.DataFrame({"doc_id": [1, 2], "x": [0, 0]})
     with pytest.raises(AssertionError, match="still live"):
         patched(base, pl.DataFrame({"doc_id": [2], "x": [1]}), pl.Series([], dtype=pl.Int64))
+
+
+def test_a_typo_in_a_stored_sweep_warns_at_the_callers_line(tmp_path: Path) -> None:
+    """Read run-major from the stores, ``oa.sweep``'s warning of a name no run carries points
+    at the caller's line, as from raw."""
+    ds = tmp_path / "ds"
+    oa.ingest(_write(tmp_path / "a.ndjson", _docs(0, 40)), ds)
+    rule = oa.Rule.parse("tsets+runtime_s<=3600")
+    oa.refresh(ds, [rule], as_of="2026-11-10T00:00:00Z")
+    for decisions in (True, False):
+        with pytest.warns(UserWarning, match="names a verdict 'tsets'") as caught:
+            oa.sweep(ds, rule, as_of="2026-11-10T00:00:00Z", use_decisions=decisions)
+        assert [w.filename for w in caught] == [__file__]
+
+
+def test_the_newest_run_end_is_not_an_older_runs_in_a_recent_part(tmp_path: Path) -> None:
+    """A part read for the last week also holds older runs: when none ended in that week, the
+    newest end is read from every part (a part not read may hold a newer one)."""
+    from types import SimpleNamespace
+
+    from benchmarks.generate import generate_documents
+    from ocp_analytics.reporting.freshness import _newest_run_end
+
+    docs = [d for d in generate_documents(10, 3) if d["run"].get("started_at")][:3]
+    ends = ["2026-05-01T00:00:00Z", "2026-06-04T00:00:00Z", "2026-05-15T00:00:00Z"]
+    for doc, end in zip(docs, ends, strict=True):
+        doc["run"]["started_at"] = doc["run"]["ended_at"] = end
+    ds = tmp_path / "ds"
+    oa.ingest(_write(tmp_path / "a.ndjson", docs[:2]), ds)  # a part over May 1 - June 4
+    oa.ingest(_write(tmp_path / "b.ndjson", docs[2:]), ds)  # May 15: outside the last week
+    as_of = datetime(2026, 6, 1, tzinfo=UTC)
+    ctx = SimpleNamespace(dataset=oa.scan_dataset(ds), as_of=as_of)
+    assert _newest_run_end(ctx) == datetime(2026, 5, 15, tzinfo=UTC)  # type: ignore[arg-type]

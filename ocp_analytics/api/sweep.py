@@ -378,13 +378,15 @@ def _run_major(
 ) -> list[pl.DataFrame] | None:
     """:func:`_from_rules` over the whole window at once when every rule has a usable store.
 
-    The window's runs are read once (:func:`~ocp_analytics.api.stored.window_codes`),
-    the latest scores of every name with one read of the window's signals,
-    and each rule's rest from its stored rows over the whole window, each
-    lined up with the runs: no slice of decisions is joined. None (nothing
-    read) when some rule has no usable store.
+    The window's runs are read once (:func:`~ocp_analytics.api.stored.window_codes`;
+    or ``window``, the report's, read already), the latest scores of every
+    name :data:`_SCORE_RUNS` runs at a time, and each rule's rest from its
+    stored rows over the whole window, each lined up with the runs: no
+    slice of decisions is joined. None (nothing read) when some rule has no
+    usable store.
     """
-    codes = window or scope.codes(ds, carry, stacklevel=stacklevel, run_ids=False)
+    # one frame below _from_rules: the warnings still point at curves' caller's caller
+    codes = window or scope.codes(ds, carry, stacklevel=stacklevel + 1, run_ids=False)
     if codes is None:
         return None
     runs = codes.runs
@@ -412,7 +414,7 @@ def _run_major(
         ).get_column("value")
         for (name,), part in latest.partition_by("name", as_dict=True).items()
     }
-    none = pl.Series("value", [None] * runs.height, pl.Float64)
+    none = pl.repeat(None, runs.height, dtype=pl.Float64, eager=True).alias("value")
     out = []
     for rule, (_, rows) in zip(
         rules, codes.columns(lambda r: [rest_from_reasons(r)] if r else []), strict=True

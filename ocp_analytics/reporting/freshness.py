@@ -44,21 +44,26 @@ _RECENT = timedelta(days=7)
 def _newest_run_end(ctx: Context) -> datetime | None:
     """The newest ``ended_at`` not after ``as_of`` (a run ending later is not yet known).
 
-    Looked for first among the runs of the last days (the parts whose runs'
-    times meet ``[as_of - 7 days, as_of]``: a nightly dataset's newest
-    batches): a run that ended then has its time in that window, so the
-    newest of them is the newest of all. Only a dataset with no run ending
-    in those days is read whole.
+    Looked for first among the runs that ended in the last days (read from
+    the parts whose runs' times meet ``[as_of - 7 days, as_of]``: a nightly
+    dataset's newest batches): a run that ended then has its time in that
+    window, so its part is read, and the newest of them is the newest of
+    all. The parts also hold older runs, which say nothing (a newer end may
+    be in a part not read): only a dataset with no run ending in those days
+    is read whole.
     """
     from ocp_analytics.store.scan import scan_dataset
 
     ds = ctx.dataset if isinstance(ctx.dataset, Dataset) else scan_dataset(ctx.dataset)
     as_of = pl.lit(ctx.as_of).dt.cast_time_unit("us")
     ended = pl.col("ended_at")
-    recent = ds.within(ctx.as_of - _RECENT, ctx.as_of + timedelta(microseconds=1))
-    for read in (recent, ds) if recent is not ds else (ds,):
+    since = ctx.as_of - _RECENT
+    recent = ds.within(since, ctx.as_of + timedelta(microseconds=1))
+    lately = ended >= pl.lit(since).dt.cast_time_unit("us")
+    reads = [(recent, lately)] if recent is not ds else []  # nothing pruned: read it all
+    for read, cond in [*reads, (ds, pl.lit(True))]:
         runs = read.current("runs")  # the replaced versions the report's passes share
-        value = runs.filter(ended <= as_of).select(ended.max()).collect().item()
+        value = runs.filter(ended <= as_of, cond).select(ended.max()).collect().item()
         if value is not None:
             return value
     return None
