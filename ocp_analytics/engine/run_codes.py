@@ -21,6 +21,7 @@ from datetime import datetime
 import polars as pl
 
 from ocp_analytics.engine.acceptance import OUTPUT_SCHEMA
+from ocp_analytics.engine.flips import outcome_code
 from ocp_analytics.engine.rates import ATT, partials
 from ocp_analytics.schemas import OUTCOME_TIERS
 
@@ -45,19 +46,16 @@ def cell_code() -> pl.Expr:
     >>> back.rows()
     [('accepted', 'reported', True, 1), ('rejected', None, False, None)]
     """
-    # comparisons and sums: a few times faster than replace_strict over ten million strings
-    outcome, tier = pl.col("outcome"), pl.col("tier")
-    accepted, rejected = (
-        (outcome == "accepted").cast(pl.UInt8),
-        (outcome == "rejected").cast(pl.UInt8),
-    )
+    # the tier by comparisons and sums: a few times faster than replace_strict over ten
+    # million strings
+    tier = pl.col("tier")
     hits = [(tier == word).fill_null(False).cast(pl.UInt8) for word in OUTCOME_TIERS]
     index = _NO_TIER - hits[0] * _NO_TIER  # 7 when no word matches, else the word's index
     for i, hit in enumerate(hits[1:], 1):
         index = index - hit * (_NO_TIER - i)
     first = (pl.col("accepted_attempt_n") == 1).fill_null(False).cast(pl.UInt8)
     return (
-        (2 - accepted - 2 * rejected)  # outcome_code: 1 accepted, 0 rejected, 2 else
+        outcome_code(pl.col("outcome"))
         + index * _TIER
         + pl.col("window_open").fill_null(False).cast(pl.UInt8) * _OPEN
         + first * _FIRST
