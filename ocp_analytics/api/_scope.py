@@ -14,6 +14,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import polars as pl
 
@@ -79,8 +80,7 @@ class _Scope:
         known = KnownNames(self.rules) if self.names else None
         if not self.decisions or not self._stored(dataset, sinks, carry, progress, known):
             self._raw(dataset, sinks, carry, progress, known)
-        for message in known.messages() if known is not None else []:
-            warnings.warn(message, UserWarning, stacklevel=stacklevel)
+        _warn(known, stacklevel)
 
     def codes(
         self,
@@ -99,21 +99,10 @@ class _Scope:
             return None
         known = KnownNames(self.rules) if self.names else None
         found = window_codes(
-            dataset,
-            self.rules,
-            self.as_of,
-            recorded=self.recorded,
-            since=self.since,
-            until=self.until,
-            where=self.where,
-            carry=carry,
-            slice_runs=self.slice_runs,
-            known=known,
-            run_ids=run_ids,
+            dataset, self.rules, self.as_of, **self._reads(carry, known), run_ids=run_ids
         )
         if found is not None:
-            for message in known.messages() if known is not None else []:
-                warnings.warn(message, UserWarning, stacklevel=stacklevel)
+            _warn(known, stacklevel)
         return found
 
     def _stored(
@@ -126,20 +115,23 @@ class _Scope:
     ) -> bool:
         """The loop fed from the decisions stores; False (nothing done) when none is usable."""
         summary = run_stored(
-            dataset,
-            self.rules,
-            self.as_of,
-            sinks,
-            recorded=self.recorded,
-            since=self.since,
-            until=self.until,
-            where=self.where,
-            carry=carry,
-            slice_runs=self.slice_runs,
-            known=known,
-            progress=progress,
+            dataset, self.rules, self.as_of, sinks, **self._reads(carry, known), progress=progress
         )
         return summary is not None
+
+    def _reads(
+        self, carry: Callable[[pl.Schema], Sequence[pl.Expr]] | None, known: KnownNames | None
+    ) -> dict[str, Any]:
+        """The arguments both readers of the stores take (run_stored, window_codes)."""
+        return {
+            "recorded": self.recorded,
+            "since": self.since,
+            "until": self.until,
+            "where": self.where,
+            "carry": carry,
+            "slice_runs": self.slice_runs,
+            "known": known,
+        }
 
     def _raw(
         self,
@@ -163,3 +155,9 @@ class _Scope:
             where=self.where,
             known=known,
         )
+
+
+def _warn(known: KnownNames | None, stacklevel: int) -> None:
+    """One warning (at ``stacklevel`` from the caller) per name ``known`` found no run carries."""
+    for message in known.messages() if known is not None else []:
+        warnings.warn(message, UserWarning, stacklevel=stacklevel + 1)

@@ -327,7 +327,6 @@ def window_codes(
     plans = _plans(dataset, _targets(list(rules), recorded), as_of)
     if not plans or any(p.record is None for p in plans):
         return None
-    again = _decide_again(dataset, plans, as_of)
     parts = window_slices(dataset, slice_runs, since, until, known)
     frames = [
         tables["runs"].select(
@@ -341,6 +340,8 @@ def window_codes(
     if not runs.width:
         return None  # no slice: the loop gives the empty figures
     runs = runs if runs.get_column("doc_id").is_sorted() else runs.sort("doc_id")
+    # decided again once the window has runs: else the caller's loop would decide them twice
+    again = _decide_again(dataset, plans, as_of)
     return WindowCodes(runs, plans, again, as_of, dataset.snapshot)
 
 
