@@ -354,3 +354,20 @@ def test_a_nights_refresh_opens_only_the_parts_of_the_runs_it_decides(
     read = {t: opened.get(t, 0) for t in ("runs", "signals", "attempts")}
     assert read == {"runs": 2, "signals": 1, "attempts": 1}
     assert len(whole["signals"]) > 8
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from("abcdefgh"), max_size=40))
+def test_older_versions_match_a_grouping_by_id(ids: list[str]) -> None:
+    # each row a version of its run id, doc_ids shuffled so the newest is anywhere
+    docs = list(range(len(ids)))
+    docs = docs[::2] + docs[1::2]
+    versions = pl.DataFrame(
+        {"run_id": ids, "doc_id": docs}, schema={"run_id": pl.String, "doc_id": pl.Int64}
+    )
+    newest: dict[str, int] = {}
+    for run, doc in zip(ids, docs, strict=True):
+        newest[run] = max(doc, newest.get(run, doc))
+    expected = sorted(d for r, d in zip(ids, docs, strict=True) if d < newest[r])
+    found = store_scan.older_versions(versions).get_column("doc_id").sort().to_list()
+    assert found == expected

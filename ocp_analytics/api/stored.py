@@ -42,8 +42,9 @@ from ocp_analytics.api.refresh import RefreshSummary, _decide_again, _Plan, _pla
 from ocp_analytics.engine.acceptance import CODED_TYPES, OUTPUT_SCHEMA, decide
 from ocp_analytics.engine.evaluate import Sink, selected, window_slices
 from ocp_analytics.engine.known import KnownNames
-from ocp_analytics.engine.rates import ATT
+from ocp_analytics.engine.rates import ATT, where_conditions
 from ocp_analytics.engine.run_codes import cell_code, patched
+from ocp_analytics.engine.timeaxis import in_window
 from ocp_analytics.model.rules import Rule
 from ocp_analytics.store.decisions import DECISIONS_SCHEMA
 from ocp_analytics.store.scan import Dataset
@@ -317,9 +318,10 @@ def window_codes(
     (:func:`~ocp_analytics.engine.run_codes.cell_code`) and lined up with
     the runs, instead of read and joined once a slice. Returns None, having
     read no row, when ``ds`` is not a committed dataset on disk or some
-    rule would be decided from raw, and when the window has no slice (the
-    caller runs the loop). ``run_ids``: keep the runs' ``run_id`` (the
-    flips' samples; a sweep needs none).
+    rule would be decided from raw (the caller runs the loop). The window's
+    runs are read from the ``runs`` parts alone (:func:`_window_runs`).
+    ``run_ids``: keep the runs' ``run_id`` (the flips' samples; a sweep
+    needs none).
     """
     dataset = _usable(ds)
     if dataset is None:
@@ -327,22 +329,62 @@ def window_codes(
     plans = _plans(dataset, _targets(list(rules), recorded), as_of)
     if not plans or any(p.record is None for p in plans):
         return None
-    parts = window_slices(dataset, slice_runs, since, until, known)
-    frames = [
-        tables["runs"].select(
-            "doc_id",
-            *(["run_id"] if run_ids else []),
-            *(e for e in exprs if e.meta.output_name() != "run_id"),
-        )
-        for tables, exprs in selected(parts, since, until, where, carry, known)
-    ]
-    runs = pl.concat(pl.collect_all(frames)) if frames else pl.DataFrame()
-    if not runs.width:
-        return None  # no slice: the loop gives the empty figures
-    runs = runs if runs.get_column("doc_id").is_sorted() else runs.sort("doc_id")
+    runs = _window_runs(dataset, since, until, where, carry, slice_runs, known, run_ids)
     # decided again once the window has runs: else the caller's loop would decide them twice
     again = _decide_again(dataset, plans, as_of)
     return WindowCodes(runs, plans, again, as_of, dataset.snapshot)
+
+
+def _window_runs(
+    dataset: Dataset,
+    since: datetime | None,
+    until: datetime | None,
+    where: Sequence[str],
+    carry: Callable[[pl.Schema], Sequence[pl.Expr]] | None,
+    slice_runs: int,
+    known: KnownNames | None,
+    run_ids: bool,
+) -> pl.DataFrame:
+    """The runs of the window meeting ``where``, current versions, in ``doc_id`` order.
+
+    The rows :func:`~ocp_analytics.engine.evaluate.selected` keeps of the
+    slices, read from the ``runs`` parts only: the slices would open (and
+    hash) every table's parts, none of which the codes need. ``known`` is
+    told what the slices would tell it: the names the manifest holds, then
+    the signals of the window's runs ``slice_runs`` runs at a time until
+    every name was seen or ruled out (usually the first).
+    """
+    ds = dataset.within(since, until)
+    if known is not None:
+        known.rule_out(ds.signal_names())
+    # as the slices take replaced versions out: from the scans, against the shared read
+    stale = ds.superseded()
+    runs = (
+        ds.frames["runs"]
+        if stale is None
+        else ds.scans["runs"].join(stale.lazy(), on="doc_id", how="anti")
+    )
+    schema = runs.collect_schema()
+    exprs = carry(schema) if carry else ()
+    window = in_window(since, until)
+    conds = [*([] if window is None else [window]), *where_conditions(where, schema)]
+    cols = [
+        pl.col("doc_id"),
+        *([pl.col("run_id")] if run_ids else []),
+        *(e for e in exprs if e.meta.output_name() != "run_id"),
+    ]
+    found = (runs.filter(*conds) if conds else runs).select(cols).collect()
+    found = found if found.get_column("doc_id").is_sorted() else found.sort("doc_id")
+    if known is not None and not known.done:
+        signals = ds.current("signals").select("doc_id", "kind", "name")
+        ids = found.get_column("doc_id")
+        for lo in range(0, ids.len(), slice_runs):
+            some = ids.slice(lo, slice_runs)
+            held = signals.filter(pl.col("doc_id").is_between(some.min(), some.max()))
+            known.add(held.join(some.to_frame().lazy(), on="doc_id", how="semi"))
+            if known.done:
+                break
+    return found
 
 
 def _rule_columns(
