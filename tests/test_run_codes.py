@@ -116,7 +116,7 @@ def test_the_report_from_the_stores_run_major_is_the_report_from_raw(
     oa.ingest(_write(tmp_path / "b.ndjson", docs[120:]), ds)
     seen = _spy(monkeypatch)
     # the sweep's latest scores found 7 runs at a time: many chunks
-    monkeypatch.setattr(sys.modules["ocp_analytics.api.sweep"], "_SCORE_RUNS", 7)
+    monkeypatch.setattr(sys.modules["ocp_analytics.api.set_codes"], "SCORE_RUNS", 7)
     pages = {}
     for decisions in (True, False):
         pages[decisions] = oa.report(

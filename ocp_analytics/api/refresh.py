@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from ocp_analytics.api.set_codes import write_set
 from ocp_analytics.engine.acceptance import DECIDE_READS, OUTPUT_SCHEMA, WINDOW_CLOSES, decide
 from ocp_analytics.engine.evaluate import SLICE_RUNS, SLICED_TABLES, run, without_absent_links
 from ocp_analytics.engine.features import matched_events
@@ -407,6 +408,10 @@ def refresh(
             written = [pool.submit(_commit, p, gens[p.label], ds, when) for p in plans]
             for done in written:
                 done.result()
+        # the rule set's codes follow its stores (api/set_codes.py): the stores still locked
+        from ocp_analytics.api.stored import build_columns
+
+        write_set(ds, plans, _plans(ds, targets, when), again, when, build_columns)
     decided = sum(g.rows for g in gens.values())
     return RefreshSummary(
         when, ds.snapshot, sum(p.reused for p in plans), decided, _raw_labels(plans)

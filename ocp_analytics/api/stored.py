@@ -39,6 +39,7 @@ from datetime import datetime
 import polars as pl
 
 from ocp_analytics.api.refresh import RefreshSummary, _decide_again, _Plan, _plans, _targets
+from ocp_analytics.api.set_codes import SetCodes, coded_exprs, open_set
 from ocp_analytics.engine.acceptance import CODED_TYPES, OUTPUT_SCHEMA, decide
 from ocp_analytics.engine.evaluate import Sink, selected, window_slices
 from ocp_analytics.engine.known import KnownNames
@@ -49,7 +50,7 @@ from ocp_analytics.model.rules import Rule
 from ocp_analytics.store.decisions import DECISIONS_SCHEMA
 from ocp_analytics.store.scan import Dataset
 
-__all__ = ["WindowCodes", "observing", "run_stored", "window_codes"]
+__all__ = ["WindowCodes", "build_columns", "observing", "run_stored", "window_codes"]
 
 _LOG = logging.getLogger("ocp_analytics.decisions")
 _STORED = frozenset(DECISIONS_SCHEMA.names)
@@ -269,6 +270,8 @@ class WindowCodes:
     again: dict[str, pl.DataFrame]
     as_of: datetime
     snapshot: int | None
+    # the rule set's codes (api/set_codes.py), when refresh keeps them for these stores
+    table: SetCodes | None = None
 
     def rules(self) -> Iterator[tuple[str, pl.DataFrame]]:
         """Each rule's label with its ``_cell`` and attempts to acceptance, lined up with ``runs``.
@@ -292,7 +295,17 @@ class WindowCodes:
         counts = [0, 0]  # reused, decided
         for plan in self.plans:
             read = [pl.lit(True).alias(_FOUND), *exprs(plan.target)]
-            yield plan.label, _rule_columns(plan, self.again.get(plan.label), ids, counts, read)
+            names = [e.meta.output_name() for e in read]
+            again = self.again.get(plan.label)
+            if self.table is None or not self.table.keeps(plan.label, names):
+                yield plan.label, _rule_columns(plan, again, ids, counts, read)
+                continue
+            # the rule set's table: the same columns, with no read of the rule's store
+            cols, decided = self.table.columns(plan.label, ids, again, plan.target)
+            found = cols.height - cols.get_column(_FOUND).null_count()
+            counts[0] += found - decided
+            counts[1] += decided
+            yield plan.label, cols.select(names)
         _tell(RefreshSummary(self.as_of, self.snapshot, counts[0], counts[1], ()))
 
 
@@ -332,7 +345,19 @@ def window_codes(
     runs = _window_runs(dataset, since, until, where, carry, slice_runs, known, run_ids)
     # decided again once the window has runs: else the caller's loop would decide them twice
     again = _decide_again(dataset, plans, as_of)
-    return WindowCodes(runs, plans, again, as_of, dataset.snapshot)
+    return WindowCodes(runs, plans, again, as_of, dataset.snapshot, open_set(dataset, plans))
+
+
+def build_columns(plans: Sequence[_Plan], ids: pl.Series) -> Iterator[tuple[int, pl.DataFrame]]:
+    """Each plan's position and its coded columns (:func:`.set_codes.coded_exprs`) from its store.
+
+    Lined up with ``ids`` (sorted), a rule at a time: how ``refresh``
+    builds a rule set's whole table (:func:`.set_codes.write_set`).
+    """
+    counts = [0, 0]
+    for i, plan in enumerate(plans):
+        read = [pl.lit(True).alias(_FOUND), *coded_exprs(plan.target)]
+        yield i, _rule_columns(plan, None, ids, counts, read).drop(_FOUND)
 
 
 def _window_runs(

@@ -10,7 +10,6 @@ docs/statistics.md, "Where to put the bar: the threshold sweep".
 
 from __future__ import annotations
 
-import itertools
 import warnings
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
@@ -20,6 +19,7 @@ import polars as pl
 
 from ocp_analytics._typing import DatasetLike, When
 from ocp_analytics.api.evaluation import _Scope
+from ocp_analytics.api.set_codes import latest_scores
 from ocp_analytics.api.stored import WindowCodes, observing
 from ocp_analytics.engine.evaluate import SLICE_RUNS, slices
 from ocp_analytics.engine.groups import group_carry, warn_missing_labels
@@ -42,7 +42,6 @@ from ocp_analytics.store.scan import Dataset, scan_at
 __all__ = ["curves", "score_rule", "sweep"]
 
 _DOC = "_sweep_doc"  # the run's doc_id, carried through the loop (a leading "_")
-_SCORE_RUNS = 2_000_000  # runs whose latest scores are found at a time (_run_major)
 
 
 def score_rule(
@@ -380,8 +379,9 @@ def _run_major(
 
     The window's runs are read once (:func:`~ocp_analytics.api.stored.window_codes`;
     or ``window``, the report's, read already), the latest scores of every
-    name :data:`_SCORE_RUNS` runs at a time, and each rule's rest from its
-    stored rows over the whole window, each lined up with the runs: no
+    name a few million runs at a time (:func:`~ocp_analytics.api.set_codes.latest_scores`;
+    the rule set's codes keep them at their own ``as_of``), and each rule's
+    rest from its stored rows over the whole window, each lined up with the runs: no
     slice of decisions is joined. None (nothing read) when some rule has no
     usable store.
     """
@@ -391,29 +391,14 @@ def _run_major(
         return None
     runs = codes.runs
     assert isinstance(ds, Dataset)  # window_codes reads committed datasets only
-    signals = ds.within(scope.since, scope.until).current("signals")
-    ids = runs.select("doc_id")
-    # the latest scores a few million runs at a time: finding them sorts every score row
-    # read, and one sort of the whole window's set the report's peak memory
-    docs = ids.get_column("doc_id")
-    cuts = docs.gather_every(_SCORE_RUNS).to_list() + ([docs.max() + 1] if docs.len() else [])  # type: ignore[operator]
-    latest = pl.concat(
-        [
-            score_values(
-                signals.filter(pl.col("doc_id").is_between(lo, hi, closed="left")),
-                scope.as_of,
-                names,
-            ).collect()
-            for lo, hi in itertools.pairwise(cuts)
-        ]
-        or [pl.DataFrame(schema={"doc_id": pl.Int64, "name": pl.String, "value": pl.Float64})]
-    )
-    values = {
-        name: ids.join(
-            part.drop("name"), on="doc_id", how="left", maintain_order="left"
-        ).get_column("value")
-        for (name,), part in latest.partition_by("name", as_dict=True).items()
-    }
+    ids = runs.get_column("doc_id")
+    table = codes.table
+    if table is not None and table.scores_at(scope.as_of, codes.snapshot, names):
+        # the rule set's codes keep every run's latest scores at their as_of and commit
+        values = {name: table.score(name, ids) for name in names}
+    else:
+        signals = ds.within(scope.since, scope.until).current("signals")
+        values = latest_scores(signals, ids, scope.as_of, names)
     none = pl.repeat(None, runs.height, dtype=pl.Float64, eager=True).alias("value")
     out = []
     for rule, (_, rows) in zip(

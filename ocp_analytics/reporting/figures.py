@@ -422,7 +422,12 @@ def _sweep_window(codes: WindowCodes | None, ctx: Context) -> WindowCodes | None
         "doc_id", *(pl.col(e).alias(k) for e, k in zip(evaluated[1:], swept, strict=True))
     )
     return WindowCodes(
-        runs, [plans[r.name] for r in scored], codes.again, codes.as_of, codes.snapshot
+        runs,
+        [plans[r.name] for r in scored],
+        codes.again,
+        codes.as_of,
+        codes.snapshot,
+        codes.table,
     )
 
 

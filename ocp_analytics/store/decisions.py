@@ -105,6 +105,15 @@ class Generation:
         self.parts.append(rel)
         self.rows += rows.height
 
+    def add_frame(self, rows: pl.DataFrame) -> None:
+        """Write ``rows`` as one part, their columns as they are (a rule set's codes)."""
+        if rows.height == 0:
+            return
+        rel = f"parts/{self.prefix}-{len(self.parts):05d}.parquet"
+        self._write(rows.to_arrow(), rel)
+        self.parts.append(rel)
+        self.rows += rows.height
+
     def _write(self, table: pa.Table, rel: str) -> None:
         """Write ``table`` at ``rel`` atomically; encoded in memory, hashed from those bytes."""
         sink = pa.BufferOutputStream()

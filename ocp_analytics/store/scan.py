@@ -140,7 +140,13 @@ class Dataset:
         if self.versions is None:
             return None
         if "superseded" not in self._memo:
-            self._memo["superseded"] = older_versions(self.versions.collect())
+            # a window's read shares what a wider window of the same scan found: a version
+            # replaced is replaced in every window, and the wider one's parts hold this one's
+            since, until = self._memo.get("window", (None, None))
+            known: dict[tuple[Any, Any], pl.DataFrame] = self._memo.setdefault("stale", {})
+            wider = [v for (lo, hi), v in known.items() if _covers(lo, hi, since, until)]
+            stale = wider[0] if wider else older_versions(self.versions.collect())
+            known[(since, until)] = self._memo["superseded"] = stale
         found: pl.DataFrame = self._memo["superseded"]
         return found
 
@@ -192,10 +198,13 @@ class Dataset:
         key = ("within", since, until)
         if key not in self._memo:  # the same window read again shares its scans and versions
             choice = choose_parts(self.records, since, until)
-            pruned = choice.pruned
-            self._memo[key] = (
-                _scanned(self.path, self.records, choice, self.snapshot) if pruned else self
-            )
+            chosen = self
+            if choice.pruned:
+                chosen = _scanned(self.path, self.records, choice, self.snapshot)
+                # the windows of one scan share the replaced versions each found (superseded)
+                chosen._memo["window"] = (since, until)
+                chosen._memo["stale"] = self._memo.setdefault("stale", {})
+            self._memo[key] = chosen
         within: Dataset = self._memo[key]
         return within
 
@@ -224,6 +233,13 @@ class Dataset:
         if name in frames:
             return frames[name]
         raise AttributeError(name)
+
+
+def _covers(lo: Any, hi: Any, since: datetime | None, until: datetime | None) -> bool:
+    """Whether the window ``[lo, hi)`` holds ``[since, until)`` (None: unbounded)."""
+    starts = lo is None or (since is not None and lo <= since)
+    ends = hi is None or (until is not None and hi >= until)
+    return starts and ends
 
 
 def older_versions(versions: pl.DataFrame) -> pl.DataFrame:

@@ -1,0 +1,440 @@
+"""A rule set's decisions run-major, kept by ``refresh`` beside its stores: a byte per run and rule.
+
+The night's report reads every rule's rows of its window: from the rules'
+stores, that is one read of every store (a ``doc_id`` column, the outcome
+and tier texts, the reasons of a scored rule) for each rule, each coded
+again (:func:`~ocp_analytics.engine.run_codes.cell_code`). :func:`refresh`
+keeps instead, for the rule set it refreshes, one table of what the
+report reads of them (docs/dataset.md, "The rule set's codes"):
+
+- a row per current run, in ``doc_id`` order: for the rule at position
+  ``i`` of the record's ``labels``, its cell code ``c{i}`` (null: the run has
+  no row under the rule), its attempts to acceptance ``a{i}`` and, for a
+  scored rule whose reasons tell its rest, the sweep's rest ``r{i}``; and
+  the latest value of each score the rules read, ``s{j}``, at the table's
+  ``as_of``;
+- kept like a store (:class:`~ocp_analytics.store.decisions.DecisionStore`,
+  in ``decisions/set-<16 hex>/``: files first, the record last, every file
+  hashed in its record, checked by ``verify``, evicted by ``vacuum``): its
+  first entry holds every run, each later entry one refresh's changes: the
+  runs some rule decided again, a null cell where that rule did not (the
+  value before stands), the scores of every run it holds.
+
+The record names each store's generation the table was built from; a
+reader uses the table only when every rule's store is at that generation,
+so the table gives what the stores give, a rule at a time, without
+reading them (:meth:`SetCodes.columns`). Rows a reader decides again (a
+later ``as_of``, runs ingested since) are put in place over it, as over the
+stores' rows. The scores are read from it only at its own ``as_of`` and
+commit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import datetime
+from typing import Any
+
+import polars as pl
+
+from ocp_analytics.engine.finality import CONTRACT
+from ocp_analytics.engine.rates import ATT
+from ocp_analytics.engine.run_codes import CELL, cell_code
+from ocp_analytics.engine.sweep_inputs import reasons_tell_rest, rest_from_reasons, score_values
+from ocp_analytics.model.rules import Rule
+from ocp_analytics.store.decisions import DecisionStore
+from ocp_analytics.store.prune import id_spans
+from ocp_analytics.store.scan import Dataset
+
+__all__ = [
+    "SET_PREFIX",
+    "SetCodes",
+    "coded",
+    "coded_exprs",
+    "compact",
+    "latest_scores",
+    "open_set",
+    "set_fingerprint",
+    "write_set",
+]
+
+SET_PREFIX = "set-"  # the table's folder under decisions/: set-<16 hex>
+SCORE_RUNS = 2_000_000  # runs whose latest scores are found at a time (a sort of their rows)
+FOLD_NIGHTS = 8  # later entries before they are folded into one
+_REST = "rest"
+_FOUND = "_found"
+_NONE = pl.Series("doc_id", [], pl.Int64)
+
+
+def set_fingerprint(fingerprints: Sequence[str]) -> str:
+    """The table's folder name for a rule set: its stores' fingerprints, in any order.
+
+    Examples
+    --------
+    >>> set_fingerprint(["b", "a"]) == set_fingerprint(["a", "b"])
+    True
+    >>> set_fingerprint(["a"])[:4], len(set_fingerprint(["a"]))
+    ('set-', 20)
+    """
+    body = "\n".join([str(CONTRACT), *sorted(set(fingerprints))]).encode()
+    return SET_PREFIX + hashlib.sha256(body).hexdigest()[:16]
+
+
+def _rest(rule: Rule | None) -> bool:
+    """Whether the table keeps ``rule``'s rest (a scored rule whose reasons tell it)."""
+    return rule is not None and rule.score is not None and reasons_tell_rest(rule)
+
+
+def coded_exprs(rule: Rule | None) -> list[pl.Expr]:
+    """What the table keeps of a rule's stored row: ``_cell``, attempts, rest (a scored rule's)."""
+    rest = [rest_from_reasons(rule)] if rule is not None and _rest(rule) else []
+    return [cell_code(), pl.col(ATT), *rest]
+
+
+def coded(rows: pl.LazyFrame | pl.DataFrame, rule: Rule | None) -> pl.LazyFrame:
+    """A rule's stored rows as the table keeps them: ``doc_id`` and :func:`coded_exprs`."""
+    return rows.lazy().select(pl.col("doc_id"), *coded_exprs(rule))
+
+
+def compact(rows: pl.DataFrame) -> pl.DataFrame:
+    """A rule's coded columns in the table's types: a byte a cell, attempts as small as they fit."""
+    return rows.with_columns(pl.col(CELL).cast(pl.UInt8), _small(rows.get_column(ATT)))
+
+
+def latest_scores(
+    signals: pl.LazyFrame, ids: pl.Series, as_of: datetime, names: Sequence[str]
+) -> dict[str, pl.Series]:
+    """Each of ``names``: the latest score of every run of ``ids`` (sorted) known at ``as_of``.
+
+    Lined up with ``ids`` (null: no such score). Found :data:`SCORE_RUNS`
+    runs at a time: finding them sorts every score row read.
+    """
+    if not names:
+        return {}
+    cuts = ids.gather_every(SCORE_RUNS).to_list() + ([ids.max() + 1] if ids.len() else [])  # type: ignore[operator]
+    wanted = ids.to_frame("doc_id")
+    latest = pl.concat(
+        [
+            score_values(
+                signals.filter(pl.col("doc_id").is_between(lo, hi, closed="left")).join(
+                    wanted.lazy(), on="doc_id", how="semi"
+                ),
+                as_of,
+                names,
+            ).collect()
+            for lo, hi in itertools.pairwise(cuts)
+        ]
+        or [pl.DataFrame(schema={"doc_id": pl.Int64, "name": pl.String, "value": pl.Float64})]
+    )
+    parts = latest.partition_by("name", as_dict=True)
+    none = pl.repeat(None, ids.len(), dtype=pl.Float64, eager=True)
+    out = {}
+    for name in names:
+        part = parts.get((name,))
+        if part is None:
+            out[name] = none.alias(name)
+            continue
+        joined = wanted.join(part.drop("name"), on="doc_id", how="left", maintain_order="left")
+        out[name] = joined.get_column("value").alias(name)
+    return out
+
+
+def _small(values: pl.Series) -> pl.Series:
+    """Attempts as the smallest unsigned type that holds them (read back as Int64)."""
+    low, top = values.min(), values.max()
+    if top is None:
+        return values.cast(pl.UInt8)
+    for dtype, limit in ((pl.UInt8, 255), (pl.UInt16, 65_535), (pl.UInt32, 4_294_967_295)):
+        if low >= 0 and top <= limit:  # type: ignore[operator]
+            return values.cast(dtype)
+    return values
+
+
+def _renamed(rows: pl.DataFrame, i: int) -> pl.DataFrame:
+    """A rule's coded columns under the table's names for position ``i``."""
+    names = {CELL: f"c{i}", ATT: f"a{i}", _REST: f"r{i}"}
+    return rows.rename({k: v for k, v in names.items() if k in rows.columns})
+
+
+def _wide(
+    ids: pl.Series,
+    columns: Iterable[tuple[int, pl.DataFrame]],
+    scores: dict[str, pl.Series],
+    names: Sequence[str],
+) -> pl.DataFrame:
+    """The table's rows for ``ids``: each rule's coded columns and the scores.
+
+    A rule's frame with a ``doc_id`` is joined to ``ids`` (a night's rows,
+    null where the rule decided nothing again); one without is lined up
+    with them already.
+    """
+    frame = ids.to_frame("doc_id")
+    for i, rows in columns:  # one rule's columns held at a time (the whole table's build)
+        part = _renamed(compact(rows), i)
+        if "doc_id" in part.columns:
+            frame = frame.join(part, on="doc_id", how="left", maintain_order="left")
+        else:
+            frame = pl.concat([frame, part], how="horizontal")
+    return frame.with_columns(scores[n].alias(f"s{j}") for j, n in enumerate(names))
+
+
+def _masked(values: pl.Series, hit: pl.Series) -> pl.Series:
+    """``values`` with null where ``hit`` is false."""
+    return pl.select(pl.when(hit).then(values)).to_series().alias(values.name)
+
+
+def _positions(docs: pl.Series, wanted: pl.Series) -> tuple[pl.Series, pl.Series]:
+    """The position in ``docs`` (sorted, unique) of each of ``wanted``, and whether it is there.
+
+    Both sorted (a window's runs, a night's rows), a join of the two in
+    order: many times faster than a binary search of each over millions.
+    """
+    n = docs.len()
+    if n == 0:
+        return pl.Series("at", [0] * wanted.len(), pl.Int64), pl.repeat(
+            False, wanted.len(), eager=True
+        )
+    if wanted.is_sorted() and docs.is_sorted():
+        left = wanted.rename("doc_id").set_sorted().to_frame()
+        right = docs.rename("doc_id").set_sorted().to_frame().with_row_index("at")
+        at = left.join(right, on="doc_id", how="left", maintain_order="left").get_column("at")
+        return at.fill_null(0).cast(pl.Int64), at.is_not_null()
+    at = docs.search_sorted(wanted).cast(pl.Int64).clip(0, n - 1)
+    return at, docs.gather(at) == wanted
+
+
+def _merged(frames: Sequence[pl.DataFrame], width: int) -> pl.DataFrame:
+    """Later entries as one: per rule its newest decided row of a run, the newest scores.
+
+    ``frames`` oldest first, each of the table's columns (``width`` rules).
+    """
+    ordered = pl.concat(
+        [f.with_columns(pl.lit(n, pl.UInt32).alias("_n")) for n, f in enumerate(frames)],
+        how="vertical_relaxed",
+    )
+    newest = ordered.sort("doc_id", "_n").unique("doc_id", keep="last", maintain_order=True)
+    out = newest.select("doc_id", *(c for c in ordered.columns if c.startswith("s")))
+    for i in range(width):
+        cols = [c for c in (f"c{i}", f"a{i}", f"r{i}") if c in ordered.columns]
+        rows = (
+            ordered.filter(pl.col(f"c{i}").is_not_null())
+            .sort("doc_id", "_n")
+            .unique("doc_id", keep="last", maintain_order=True)
+            .select("doc_id", *cols)
+        )
+        out = out.join(rows, on="doc_id", how="left", maintain_order="left")
+    return out.select(frames[-1].columns)
+
+
+# --- the reader ---------------------------------------------------------------------------
+
+
+class SetCodes:
+    """A rule set's table at one record: what each rule's store gives, a rule at a time.
+
+    ``labels``: the rules' labels in the record's order; ``scores``: the
+    score names of ``s0``, ``s1``, ...; ``rests``: the positions of the
+    rules whose rest is kept.
+    """
+
+    def __init__(self, store: DecisionStore, record: dict[str, Any]) -> None:
+        self.store, self.record = store, record
+        self.labels: list[str] = list(record["labels"])
+        self.scores: list[str] = list(record["scores"])
+        self.rests: set[int] = set(record["rests"])
+        entries = store.entries(record)  # its files checked against the record first
+        self._base = entries[0][0] if entries else None
+        self._later = pl.collect_all([f for f, _ in entries[1:]]) if len(entries) > 1 else []
+        self._at: tuple[pl.Series, pl.Series, pl.Series] | None = None
+
+    def keeps(self, label: str, names: Sequence[str]) -> bool:
+        """Whether the table gives the columns ``names`` of rule ``label``."""
+        if label not in self.labels:
+            return False
+        rest = [_REST] if self.labels.index(label) in self.rests else []
+        return set(names) <= {_FOUND, CELL, ATT, *rest}
+
+    def scores_at(self, as_of: datetime, snapshot: int | None, names: Sequence[str]) -> bool:
+        """Whether the table keeps the scores ``names`` at ``as_of`` of commit ``snapshot``."""
+        said = self.record["as_of"] == as_of.isoformat() and self.record["dataset_seq"] == snapshot
+        return said and set(names) <= set(self.scores)
+
+    def _align(self, ids: pl.Series) -> tuple[pl.Series, pl.Series]:
+        """Where each of ``ids`` sits in the first entry, and whether it is there (kept)."""
+        if self._at is None or not self._at[0].equals(ids):
+            docs = pl.Series("doc_id", [], pl.Int64)
+            if self._base is not None:
+                docs = self._base.select("doc_id").collect().get_column("doc_id")
+            self._at = (ids, *_positions(docs, ids))
+        return self._at[1], self._at[2]
+
+    def _column(self, name: str, ids: pl.Series, dtype: pl.DataType) -> pl.Series:
+        """Column ``name`` of the first entry lined up with ``ids`` (null: not there)."""
+        if self._base is None or not ids.len():
+            return pl.Series(name, [None] * ids.len(), dtype)
+        at, hit = self._align(ids)
+        values = self._base.select(name).collect().get_column(name).cast(dtype)
+        if at.len() == values.len() and bool(hit.all()):
+            return values  # the window is every run of the table: no gather
+        return _masked(values.gather(at), hit)
+
+    def columns(
+        self, label: str, ids: pl.Series, again: pl.DataFrame | None, rule: Rule | None
+    ) -> tuple[pl.DataFrame, int]:
+        """``_found``, ``_cell``, attempts (and rest) of rule ``label``, lined up with ``ids``.
+
+        The first entry's, then each later entry's changes, then ``again``
+        (rows decided again now: stored columns) put in place. Returns the
+        columns and how many rows of ``again`` are of ``ids``.
+        """
+        i = self.labels.index(label)
+        names = [f"c{i}", f"a{i}", *([f"r{i}"] if i in self.rests else [])]
+        every: list[pl.DataType] = [pl.UInt8(), pl.Int64(), pl.Int8()]
+        types = every[: len(names)]
+        values = [self._column(n, ids, t) for n, t in zip(names, types, strict=False)]
+        patches = [f.select("doc_id", *names) for f in self._later]
+        if again is not None and again.height:
+            patches.append(_renamed(coded(again, rule).collect(), i).select("doc_id", *names))
+        decided = 0
+        for n, patch in enumerate(patches):
+            patch = patch.filter(pl.col(names[0]).is_not_null())
+            at, hit = _positions(ids, patch.get_column("doc_id"))
+            into, rows = at.filter(hit), patch.filter(hit)
+            if not into.len():
+                continue
+            if n == len(self._later):  # the rows decided again now
+                decided = into.len()
+            values = [
+                v.scatter(into, rows.get_column(c).cast(t))
+                for v, c, t in zip(values, names, types, strict=True)
+            ]
+        cell = values[0]
+        found = pl.select(pl.when(cell.is_not_null()).then(pl.lit(True))).to_series()
+        out = [found.alias(_FOUND), cell.alias(CELL), values[1].alias(ATT)]
+        if len(values) > 2:
+            out.append(values[2].alias(_REST))
+        return pl.DataFrame(out), decided
+
+    def score(self, name: str, ids: pl.Series) -> pl.Series:
+        """The latest score ``name`` of each of ``ids`` at the table's ``as_of`` (null: none)."""
+        j = self.scores.index(name)
+        values = self._column(f"s{j}", ids, pl.Float64())
+        for later in self._later:
+            at, hit = _positions(ids, later.get_column("doc_id"))
+            if bool(hit.any()):
+                values = values.scatter(at.filter(hit), later.get_column(f"s{j}").filter(hit))
+        return values.alias("value")
+
+
+def open_set(dataset: Dataset, plans: Sequence[Any]) -> SetCodes | None:
+    """The rule set's table when every plan's store is at the generation it was built from."""
+    if not plans or any(p.record is None for p in plans):
+        return None
+    store = DecisionStore(dataset.path, set_fingerprint([p.store.fingerprint for p in plans]))
+    record = store.latest()
+    if record is None or record.get("kind") != "codes":
+        return None
+    if record["stores"] != {p.label: [p.store.fingerprint, p.record["generation"]] for p in plans}:
+        return None
+    return SetCodes(store, record)
+
+
+# --- the writer (refresh) -------------------------------------------------------------------
+
+
+def _identity(plans: Sequence[Any]) -> dict[str, list[Any]]:
+    """Each plan's label: its store's fingerprint and generation (none without a record)."""
+    return {
+        p.label: [p.store.fingerprint, p.record["generation"]]
+        for p in plans
+        if p.record is not None
+    }
+
+
+def write_set(
+    ds: Dataset,
+    before: Sequence[Any],
+    after: Sequence[Any],
+    again: dict[str, pl.DataFrame],
+    when: datetime,
+    build: Callable[[Sequence[Any], pl.Series], Iterator[tuple[int, pl.DataFrame]]],
+) -> None:
+    """Bring the rule set's table to the stores' new records (``after``: their plans).
+
+    ``before``: the plans the refresh started from (their records, the
+    rows it decided again: ``again``). When the table was built from those
+    records, the night's changes are added as one entry (past
+    :data:`FOLD_NIGHTS` entries, the later ones are folded into one); else
+    (no table, a rule decided from raw, a store another rule set's refresh
+    moved on, the later entries past half the first) the table is built
+    again from the stores (``build(plans, ids)``: each plan's coded columns
+    lined up with ``ids``, by position).
+    """
+    store = DecisionStore(ds.path, set_fingerprint([p.store.fingerprint for p in after]))
+    labels = [p.label for p in after]
+    rules = {p.label: p.target for p in after}
+    names = sorted({r.score.name for r in rules.values() if r is not None and r.score is not None})
+    stores = _identity(after)
+    meta = {
+        "kind": "codes",
+        "contract": CONTRACT,
+        "rule": {"name": f"codes of {len(labels)} rules"},
+        "labels": labels,
+        "scores": names,
+        "rests": [i for i, p in enumerate(after) if _rest(p.target)],
+        "stores": stores,
+        "dataset_seq": ds.snapshot,
+        "as_of": when.isoformat(),
+    }
+    with store.writing():
+        record = store.latest()
+        same = record is not None and record.get("kind") == "codes" and record["labels"] == labels
+        unchanged = same and record is not None and record["stores"] == stores
+        if unchanged and record["as_of"] == meta["as_of"] and record["dataset_seq"] == ds.snapshot:  # type: ignore[index]
+            return  # nothing changed since
+        gen = store.start()
+        if (
+            same
+            and record is not None
+            and record["stores"] == _identity(before)
+            and all(p.record is not None for p in before)
+        ):
+            night = _night(ds, labels, rules, again, when, names)
+            chain = record["chain"]
+            if len(chain) > FOLD_NIGHTS:  # the nights as one entry, tonight's last
+                later = [f.collect() for f, _ in store.entries(record)[1:]]
+                night = _merged([*later, night], len(labels))
+                record = {**record, "chain": chain[:1]}
+            if night.height + sum(e["rows"] for e in record["chain"][1:]) <= chain[0]["rows"] / 2:
+                gen.add_frame(night)
+                store.commit(gen, record, None, {**meta, "rows": chain[0]["rows"]})
+                return
+        # the whole table from the stores: the first refresh, a changed set, long nights
+        ids = ds.current("runs").select("doc_id").collect().get_column("doc_id").sort()
+        scores = latest_scores(ds.current("signals"), ids, when, names)
+        gen.add_frame(_wide(ids, build(after, ids), scores, names))
+        store.commit(gen, None, None, {**meta, "rows": ids.len()})
+
+
+def _night(
+    ds: Dataset,
+    labels: Sequence[str],
+    rules: dict[str, Rule | None],
+    again: dict[str, pl.DataFrame],
+    when: datetime,
+    names: Sequence[str],
+) -> pl.DataFrame:
+    """A night's entry: the runs some rule decided again, each rule's row where it did."""
+    ids = pl.concat([_NONE, *(f.get_column("doc_id") for f in again.values())]).unique().sort()
+    empty = pl.DataFrame(schema={"doc_id": pl.Int64, CELL: pl.UInt8, ATT: pl.Int64})
+    columns = []
+    for i, label in enumerate(labels):
+        rows = coded(again[label], rules[label]).collect() if label in again else empty
+        if _rest(rules[label]) and _REST not in rows.columns:
+            rows = rows.with_columns(pl.lit(None, pl.Int8).alias(_REST))
+        columns.append((i, rows))
+    # the signals of these runs only: the parts holding them (hashed once by the decisions)
+    signals = ds.holding(id_spans(ids), ("signals",))["signals"]
+    return _wide(ids, columns, latest_scores(signals, ids, when, names), names)
