@@ -184,21 +184,24 @@ def test_vacuum_deletes_the_stores_no_refresh_wrote_since_and_keeps_the_others(
     _one_more_commit(ds, tmp_path)
     oa.refresh(ds, ["tests+review"], as_of=AS_OF)  # the recorded rule's store follows too
     before = _stores(ds)
-    assert len(before) == 3 and all(before.values())  # recorded, tests, tests+review
+    # recorded, tests, tests+review, and each rule set's codes (recorded with one of them)
+    assert len(before) == 5 and all(before.values())
+    assert sum(name.startswith("set-") for name in before) == 2
     want = oa.rates(ds, RULES, as_of=AS_OF, use_decisions=False)
     summary = oa.vacuum(ds, older_than=between)
-    assert summary.stores_deleted == 1 and summary.store_bytes_freed > 0
-    assert "decisions stores no refresh wrote since then: 1 store deleted" in str(summary)
+    # the store of tests and the codes of its rule set: no refresh wrote them since
+    assert summary.stores_deleted == 2 and summary.store_bytes_freed > 0
+    assert "decisions stores no refresh wrote since then: 2 stores deleted" in str(summary)
     after = _stores(ds)
-    assert sum(bool(files) for files in after.values()) == 2
+    assert sum(bool(files) for files in after.values()) == 3
     assert all(files == before[n] for n, files in after.items() if files)
     with observing() as seen:
         got = oa.rates(ds, RULES, as_of=AS_OF)
     assert seen[0].from_raw == ("tests",)  # read from raw, the same figures
     assert got.equals(want)
     assert oa.vacuum(ds, older_than=between).stores_deleted == 0  # nothing left to delete
-    oa.refresh(ds, RULES, as_of=AS_OF)  # built again
-    assert all(_stores(ds).values())
+    oa.refresh(ds, RULES, as_of=AS_OF)  # built again (and the codes of this rule set)
+    assert all(files for name, files in _stores(ds).items() if not name.startswith("set-"))
 
 
 def test_vacuum_keeps_the_stores_when_told_or_while_a_refresh_holds_one(
@@ -214,7 +217,8 @@ def test_vacuum_keeps_the_stores_when_told_or_while_a_refresh_holds_one(
     assert oa.vacuum(ds, older_than="0s", keep_decisions=True).stores_deleted == 0
     name = sorted(before)[0]
     with locked(DecisionStore(store(str(ds)), name).root):  # as a refresh writing it does
-        assert oa.vacuum(ds, older_than="0s").stores_deleted == 2
+        # the two other stores and the rule set's codes
+        assert oa.vacuum(ds, older_than="0s").stores_deleted == 3
     assert _stores(ds) == {n: (files if n == name else []) for n, files in before.items()}
     result = runner.invoke(app, ["vacuum", str(ds), "--older-than", "0s", "--keep-decisions"])
     assert result.exit_code == 0 and "decisions stores" not in result.output
@@ -230,7 +234,8 @@ def test_a_store_left_without_its_newest_record_is_deleted_and_built_again(ds: P
     for record in (ds / "decisions").glob("*/_generations/*.json"):
         record.unlink()
     assert oa.rates(ds, ["tests"], as_of=AS_OF).equals(want)  # no record: from raw
-    assert oa.vacuum(ds, older_than="30d").stores_deleted == 2  # the files left, however new
+    # the files left, however new: two stores and the rule set's codes
+    assert oa.vacuum(ds, older_than="30d").stores_deleted == 3
     assert not any(_stores(ds).values())
     oa.refresh(ds, ["tests"], as_of=AS_OF)
     assert oa.rates(ds, ["tests"], as_of=AS_OF).equals(want)

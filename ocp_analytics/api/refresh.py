@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from ocp_analytics.api.set_codes import write_set
+from ocp_analytics.api.set_codes import set_fingerprint, write_set
 from ocp_analytics.engine.acceptance import DECIDE_READS, OUTPUT_SCHEMA, WINDOW_CLOSES, decide
 from ocp_analytics.engine.evaluate import SLICE_RUNS, SLICED_TABLES, run, without_absent_links
 from ocp_analytics.engine.features import matched_events
@@ -395,6 +395,9 @@ def refresh(
         # takes the same lock) cannot do so between this plan and its generation
         for target in targets:
             stack.enter_context(DecisionStore(ds.path, fingerprint(target)).writing())
+        # and the rule set's codes (api/set_codes.py), written last
+        table = DecisionStore(ds.path, set_fingerprint([fingerprint(t) for t in targets]))
+        stack.enter_context(table.writing())
         plans = _plans(ds, targets, when)
         gens = {p.label: p.store.start() for p in plans}
         raw = [p for p in plans if p.record is None]
@@ -408,10 +411,11 @@ def refresh(
             written = [pool.submit(_commit, p, gens[p.label], ds, when) for p in plans]
             for done in written:
                 done.result()
-        # the rule set's codes follow its stores (api/set_codes.py): the stores still locked
+        # the rule set's codes follow its stores' new records, every one still locked
         from ocp_analytics.api.stored import build_columns
 
-        write_set(ds, plans, _plans(ds, targets, when), again, when, build_columns)
+        after = [_Plan(p.target, p.store, p.store.latest()) for p in plans]
+        write_set(ds, table, plans, after, again, when, build_columns)
     decided = sum(g.rows for g in gens.values())
     return RefreshSummary(
         when, ds.snapshot, sum(p.reused for p in plans), decided, _raw_labels(plans)

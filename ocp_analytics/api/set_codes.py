@@ -355,6 +355,7 @@ def _identity(plans: Sequence[Any]) -> dict[str, list[Any]]:
 
 def write_set(
     ds: Dataset,
+    store: DecisionStore,
     before: Sequence[Any],
     after: Sequence[Any],
     again: dict[str, pl.DataFrame],
@@ -370,9 +371,9 @@ def write_set(
     (no table, a rule decided from raw, a store another rule set's refresh
     moved on, the later entries past half the first) the table is built
     again from the stores (``build(plans, ids)``: each plan's coded columns
-    lined up with ``ids``, by position).
+    lined up with ``ids``, by position). ``store``: the table's folder
+    (:func:`set_fingerprint`), whose lock the caller holds.
     """
-    store = DecisionStore(ds.path, set_fingerprint([p.store.fingerprint for p in after]))
     labels = [p.label for p in after]
     rules = {p.label: p.target for p in after}
     names = sorted({r.score.name for r in rules.values() if r is not None and r.score is not None})
@@ -388,34 +389,33 @@ def write_set(
         "dataset_seq": ds.snapshot,
         "as_of": when.isoformat(),
     }
-    with store.writing():
-        record = store.latest()
-        same = record is not None and record.get("kind") == "codes" and record["labels"] == labels
-        unchanged = same and record is not None and record["stores"] == stores
-        if unchanged and record["as_of"] == meta["as_of"] and record["dataset_seq"] == ds.snapshot:  # type: ignore[index]
-            return  # nothing changed since
-        gen = store.start()
-        if (
-            same
-            and record is not None
-            and record["stores"] == _identity(before)
-            and all(p.record is not None for p in before)
-        ):
-            night = _night(ds, labels, rules, again, when, names)
-            chain = record["chain"]
-            if len(chain) > FOLD_NIGHTS:  # the nights as one entry, tonight's last
-                later = [f.collect() for f, _ in store.entries(record)[1:]]
-                night = _merged([*later, night], len(labels))
-                record = {**record, "chain": chain[:1]}
-            if night.height + sum(e["rows"] for e in record["chain"][1:]) <= chain[0]["rows"] / 2:
-                gen.add_frame(night)
-                store.commit(gen, record, None, {**meta, "rows": chain[0]["rows"]})
-                return
-        # the whole table from the stores: the first refresh, a changed set, long nights
-        ids = ds.current("runs").select("doc_id").collect().get_column("doc_id").sort()
-        scores = latest_scores(ds.current("signals"), ids, when, names)
-        gen.add_frame(_wide(ids, build(after, ids), scores, names))
-        store.commit(gen, None, None, {**meta, "rows": ids.len()})
+    record = store.latest()
+    same = record is not None and record.get("kind") == "codes" and record["labels"] == labels
+    unchanged = same and record is not None and record["stores"] == stores
+    if unchanged and record["as_of"] == meta["as_of"] and record["dataset_seq"] == ds.snapshot:  # type: ignore[index]
+        return  # nothing changed since
+    gen = store.start()
+    if (
+        same
+        and record is not None
+        and record["stores"] == _identity(before)
+        and all(p.record is not None for p in before)
+    ):
+        night = _night(ds, labels, rules, again, when, names)
+        chain = record["chain"]
+        if len(chain) > FOLD_NIGHTS:  # the nights as one entry, tonight's last
+            later = [f.collect() for f, _ in store.entries(record)[1:]]
+            night = _merged([*later, night], len(labels))
+            record = {**record, "chain": chain[:1]}
+        if night.height + sum(e["rows"] for e in record["chain"][1:]) <= chain[0]["rows"] / 2:
+            gen.add_frame(night)
+            store.commit(gen, record, None, {**meta, "rows": chain[0]["rows"]})
+            return
+    # the whole table from the stores: the first refresh, a changed set, long nights
+    ids = ds.current("runs").select("doc_id").collect().get_column("doc_id").sort()
+    scores = latest_scores(ds.current("signals"), ids, when, names)
+    gen.add_frame(_wide(ids, build(after, ids), scores, names))
+    store.commit(gen, None, None, {**meta, "rows": ids.len()})
 
 
 def _night(
