@@ -350,10 +350,10 @@ def test_a_nights_refresh_opens_only_the_parts_of_the_runs_it_decides(
     night = oa.refresh(work, rules, as_of=AS_OF)
     assert night.decided == 5 * 5 and night.reused > 0  # 4 rules and the recorded one
     # the new batch's parts only (its runs part twice: what arrived, then the runs to
-    # decide; its signals part twice: to decide, then the latest scores of those runs for
-    # the rule set's codes); the whole dataset's tables are never built
+    # decide; its signals once: the rule set's codes take their latest scores from the
+    # signals read to decide them); the whole dataset's tables are never built
     read = {t: opened.get(t, 0) for t in ("runs", "signals", "attempts")}
-    assert read == {"runs": 2, "signals": 2, "attempts": 1}
+    assert read == {"runs": 2, "signals": 1, "attempts": 1}
     assert len(whole["signals"]) > 8
 
 

@@ -143,3 +143,56 @@ def test_verify_checks_the_tables_files_and_readers_name_a_damaged_one(tmp_path:
     assert [d.file for d in found] == [str(part.relative_to(ds))]
     with pytest.raises(oa.DatasetError, match="verify"):
         oa.report(ds, RULES, as_of="2026-11-10T00:00:00Z", out=tmp_path / "page.html")
+
+
+def test_a_refresh_killed_before_the_tables_record_leaves_it_unread_then_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stores committed, the table's record not written: the stores are read one by one
+    (the table names their older generations); the next refresh builds the table again."""
+    from ocp_analytics.store.decisions import DecisionStore
+
+    ds = tmp_path / "ds"
+    docs = _docs(0, 120)
+    oa.ingest(_write(tmp_path / "a.ndjson", docs[:90]), ds)
+    oa.refresh(ds, RULES, as_of="2026-11-10T00:00:00Z")
+    oa.ingest(_write(tmp_path / "b.ndjson", docs[90:]), ds)
+    real = DecisionStore.commit
+
+    def killed(self: DecisionStore, *args: Any, **kwargs: Any) -> Any:
+        if self.root.name.startswith("set-"):
+            raise KeyboardInterrupt
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(DecisionStore, "commit", killed)
+    with pytest.raises(KeyboardInterrupt):
+        oa.refresh(ds, RULES, as_of="2026-11-11T00:00:00Z")
+    monkeypatch.undo()
+    seen = _spy(monkeypatch)
+    _same_report(ds, "2026-11-11T00:00:00Z", tmp_path)
+    assert seen["columns"] == 0
+    oa.refresh(ds, RULES, as_of="2026-11-11T00:00:00Z")
+    _same_report(ds, "2026-11-11T00:00:00Z", tmp_path)
+    assert seen["columns"] > 0
+    assert verify(ds) == []
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_column_lines_up_with_any_runs_as_a_join_does(seed: int) -> None:
+    """By a filter and nulls at the end (runs committed since), else by a gather."""
+    import numpy as np
+
+    from ocp_analytics.api.set_codes import _Lined
+
+    rng = np.random.default_rng(seed)
+    docs = pl.Series("doc_id", np.unique(rng.integers(0, 400, 200)), pl.Int64)
+    kept = docs.filter(pl.Series(rng.random(docs.len()) < 0.8))
+    later = pl.Series(np.unique(rng.integers(400, 500, 30)), dtype=pl.Int64)
+    stray = pl.Series(np.unique(rng.integers(0, 500, 40)), dtype=pl.Int64)
+    values = pl.Series("v", rng.integers(0, 9, docs.len()), pl.UInt8)
+    table = pl.DataFrame([docs, values])
+    for ids in (docs, kept, pl.concat([kept, later]), stray, docs.clear()):
+        ids = ids.unique().sort()
+        want = ids.to_frame("doc_id").join(table, on="doc_id", how="left", maintain_order="left")
+        lined = _Lined(ids, docs)
+        assert lined.take(values).to_list() == want.get_column("v").to_list()

@@ -266,8 +266,13 @@ def _reads(table: pl.LazyFrame, cols: Sequence[str]) -> pl.LazyFrame:
     return table.select(c for c in cols if c in have)
 
 
-def _decide_again(ds: Dataset, plans: list[_Plan], when: datetime) -> dict[str, pl.DataFrame]:
-    """The rows of each plan's ``again`` runs, every rule in one pass over those runs only."""
+def _again_tables(ds: Dataset, plans: list[_Plan]) -> dict[str, pl.LazyFrame]:
+    """The tables of the runs some plan decides again, the columns the engine reads in memory.
+
+    Empty when no plan decides a run again. Its ``signals`` hold every
+    signal of those runs: the rule set's codes take their latest scores
+    from them (api/set_codes.py) instead of reading the parts once more.
+    """
     plans = [p for p in plans if p.again.len()]
     if not plans:
         return {}
@@ -280,7 +285,24 @@ def _decide_again(ds: Dataset, plans: list[_Plan], when: datetime) -> dict[str, 
     # columns it reads only (a few runs in many parts: decoding the parts is the cost)
     once = [t for t in DECIDE_READS if t in tables]
     read = pl.collect_all([_reads(tables[t], DECIDE_READS[t]) for t in once])
-    tables |= {t: frame.lazy() for t, frame in zip(once, read, strict=True)}
+    return tables | {t: frame.lazy() for t, frame in zip(once, read, strict=True)}
+
+
+def _decide_again(
+    ds: Dataset,
+    plans: list[_Plan],
+    when: datetime,
+    read: dict[str, pl.LazyFrame] | None = None,
+) -> dict[str, pl.DataFrame]:
+    """The rows of each plan's ``again`` runs, every rule in one pass over those runs only.
+
+    ``read``: :func:`_again_tables` of these plans, read already.
+    """
+    plans = [p for p in plans if p.again.len()]
+    if not plans:
+        return {}
+    ids = pl.concat([p.again for p in plans]).unique().sort()
+    tables = dict(_again_tables(ds, plans) if read is None else read)
     tables["events"] = ds.frames["events"]
     tables = dict(without_absent_links(tables, ds.signal_links))
     recorded = any(p.target is None for p in plans)
@@ -402,7 +424,8 @@ def refresh(
         gens = {p.label: p.store.start() for p in plans}
         raw = [p for p in plans if p.record is None]
         _from_raw(ds, raw, when, {p.label: gens[p.label] for p in raw}, slice_runs)
-        again = _decide_again(ds, plans, when)
+        read = _again_tables(ds, plans)
+        again = _decide_again(ds, plans, when, read)
         # each store's files are its own: written side by side (pyarrow lets go of the GIL)
         with ThreadPoolExecutor(_WRITERS, thread_name_prefix="ocp-refresh") as pool:
             added = [pool.submit(gens[k].add, rows, _pending(rows)) for k, rows in again.items()]
@@ -415,7 +438,7 @@ def refresh(
         from ocp_analytics.api.stored import build_columns
 
         after = [_Plan(p.target, p.store, p.store.latest()) for p in plans]
-        write_set(ds, table, plans, after, again, when, build_columns)
+        write_set(ds, table, plans, after, again, when, build_columns, read.get("signals"))
     decided = sum(g.rows for g in gens.values())
     return RefreshSummary(
         when, ds.snapshot, sum(p.reused for p in plans), decided, _raw_labels(plans)

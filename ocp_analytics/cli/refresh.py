@@ -26,8 +26,10 @@ def refresh(
     other row (new and replaced runs, runs with newly matched late events,
     open windows) is decided again. A rule never refreshed, or whose
     definition changed, and an --as-of before the last refresh's, are decided
-    from raw. Safe to kill: each rule's store stays as its last refresh left
-    it. Prints what was reused and decided.
+    from raw. Beside the stores, the rule set's codes (decisions/set-<hex>/:
+    a byte per run and rule, the runs' latest scores) let the report read one
+    narrow table instead of every store. Safe to kill: each rule's store
+    stays as its last refresh left it. Prints what was reused and decided.
 
     \b
     Examples:

@@ -120,6 +120,7 @@ def coded_partials(
         .agg(pl.len().alias("_runs"))
         .with_columns(
             *cell_columns(pl.col(CELL)),
+            pl.col(ATT).cast(pl.Int64),  # the rule set's codes keep it as small as it fits
             pl.lit(rule, pl.String).alias("rule"),
             pl.lit(as_of, OUTPUT_SCHEMA["as_of"]).alias("as_of"),
         )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
 import polars as pl
@@ -452,11 +453,22 @@ def to_svg(chart: Any, prefix: str) -> str:
     Several SVG documents in one page share one id space: without the prefix
     a chart's ``url(#clip1)`` could point at another chart's clip path.
     """
+    return _svg(_spec(chart), prefix)
+
+
+def _spec(chart: Any) -> dict[str, Any]:
+    """A chart's Vega-Lite spec, the page's configuration applied."""
     import altair as alt
-    import vl_convert as vlc
 
     with alt.data_transformers.disable_max_rows():  # the data is aggregated already
-        spec = _config(chart).to_dict()
+        spec: dict[str, Any] = _config(chart).to_dict()
+    return spec
+
+
+def _svg(spec: dict[str, Any], prefix: str) -> str:
+    """A Vega-Lite spec as inline SVG, its element ids prefixed (:func:`to_svg`)."""
+    import vl_convert as vlc
+
     svg: str = vlc.vegalite_to_svg(spec)
     for name in set(_ID.findall(svg)):
         new = f"{prefix}-{name}"
@@ -491,4 +503,10 @@ def svg_charts(figs: dict[str, pl.DataFrame], by: Sequence[str]) -> dict[str, st
         "provisional": _provisional_chart(figs["provisional"], names),
         "quality": _quality_chart(figs),
     }
-    return {k: None if c is None else to_svg(c, f"c{i}") for i, (k, c) in enumerate(charts.items())}
+    specs = [
+        (k, f"c{i}", None if c is None else _spec(c)) for i, (k, c) in enumerate(charts.items())
+    ]
+    # the specs are converted two at a time: the converter lets go of the GIL for part of it
+    with ThreadPoolExecutor(2, thread_name_prefix="ocp-svg") as pool:
+        svgs = pool.map(lambda t: None if t[2] is None else _svg(t[2], t[1]), specs)
+        return {k: svg for (k, _, _), svg in zip(specs, svgs, strict=True)}
