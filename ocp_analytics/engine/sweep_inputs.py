@@ -130,7 +130,7 @@ def rest_from_reasons(rule: Rule) -> pl.Expr:
     word = pl.element()
     # the score's own reasons start with neither "failed:" nor "late:", and only its
     # "missing:" is a missing one: tested in place, with no list of the others built
-    # (benchmarks/RESULTS.md, C15)
+    # (benchmarks/RESULTS.md, "The rule set's codes")
     fails = pl.col("reasons").list.eval(
         word.str.starts_with("failed:") | word.str.starts_with("late:")
     )

@@ -249,7 +249,7 @@ def older_versions(versions: pl.DataFrame) -> pl.DataFrame:
     by a 64-bit hash first (sorted, the equal neighbours): only the few rows
     whose hash repeats are grouped by their ``run_id`` text, which is exact.
     A few times faster than grouping every id by its text
-    (benchmarks/RESULTS.md, C15).
+    (benchmarks/RESULTS.md, "The rule set's codes").
 
     Examples
     --------
