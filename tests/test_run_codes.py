@@ -75,16 +75,16 @@ def test_coded_partials_are_the_partials_of_the_rows(seed: int) -> None:
     """Counts and histograms of distinct coded rows, weighted, are those of the rows; a run
     with no row under the rule (a null cell) counts nowhere."""
     rows = _rows(5_000, seed)
-    keys = ["_w", "team"]
     cells = rows.select(cell_code(), ATT).with_columns(
         pl.when(pl.int_range(pl.len()) % 11 != 5).then(pl.col(CELL)).alias(CELL)
     )
     kept = rows.filter(cells.get_column(CELL).is_not_null())
-    want = combine(*(f.lazy() for f in pl.collect_all(partials(kept.lazy(), keys, None))), keys)
-    c, h = pl.collect_all(coded_partials(rows, cells, "r", AT, keys))
-    got = combine(c.lazy(), h.lazy(), keys)
-    order = [*keys, "rule"]
-    assert_frame_equal(got.collect().sort(order), want.collect().sort(order))
+    for keys in (["_w", "team"], ["team"], []):  # no key: one group
+        want = combine(*(f.lazy() for f in pl.collect_all(partials(kept.lazy(), keys, None))), keys)
+        c, h = pl.collect_all(coded_partials(rows, cells, "r", AT, keys))
+        got = combine(c.lazy(), h.lazy(), keys)
+        order = [*keys, "rule"]
+        assert_frame_equal(got.collect().sort(order), want.collect().sort(order))
 
 
 def _spy(monkeypatch: pytest.MonkeyPatch) -> list[int]:

@@ -196,3 +196,24 @@ def test_a_column_lines_up_with_any_runs_as_a_join_does(seed: int) -> None:
         want = ids.to_frame("doc_id").join(table, on="doc_id", how="left", maintain_order="left")
         lined = _Lined(ids, docs)
         assert lined.take(values).to_list() == want.get_column("v").to_list()
+
+
+def test_a_store_deleted_and_built_again_is_not_the_one_the_table_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its generations are numbered from 1 again: the table names each by its commit time."""
+    import shutil
+
+    from ocp_analytics.engine.finality import fingerprint
+
+    ds = tmp_path / "ds"
+    docs = _docs(0, 160)
+    oa.ingest(_write(tmp_path / "a.ndjson", docs[:120]), ds)
+    oa.refresh(ds, RULES, as_of="2026-11-10T00:00:00Z")
+    shutil.rmtree(ds / "decisions" / fingerprint(RULES[0]))  # as verify --repair does
+    oa.ingest(_write(tmp_path / "b.ndjson", docs[120:]), ds)
+    # that rule's store alone, at generation 1 again; the others still at the table's
+    oa.refresh(ds, RULES[:1], recorded=False, as_of="2026-11-11T00:00:00Z")
+    seen = _spy(monkeypatch)
+    _same_report(ds, "2026-11-11T00:00:00Z", tmp_path)
+    assert seen["columns"] == 0

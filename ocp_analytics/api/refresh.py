@@ -435,6 +435,7 @@ def refresh(
             for done in written:
                 done.result()
         # the rule set's codes follow its stores' new records, every one still locked
+        # (stored.py reads the stores through this module: imported here, not above)
         from ocp_analytics.api.stored import build_columns
 
         after = [_Plan(p.target, p.store, p.store.latest()) for p in plans]

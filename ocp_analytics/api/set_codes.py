@@ -63,6 +63,9 @@ __all__ = [
 SET_PREFIX = "set-"  # the table's folder under decisions/: set-<16 hex>
 SCORE_RUNS = 2_000_000  # runs whose latest scores are found at a time (a sort of their rows)
 FOLD_NIGHTS = 8  # later entries before they are folded into one
+# the codes' own format (cell_code, rest_from_reasons): raised when they change, so a table
+# written before is not read but built again
+FORMAT = 1
 _REST = "rest"
 _FOUND = "_found"
 _NONE = pl.Series("doc_id", [], pl.Int64)
@@ -78,7 +81,7 @@ def set_fingerprint(fingerprints: Sequence[str]) -> str:
     >>> set_fingerprint(["a"])[:4], len(set_fingerprint(["a"]))
     ('set-', 20)
     """
-    body = "\n".join([str(CONTRACT), *sorted(set(fingerprints))]).encode()
+    body = "\n".join([str(CONTRACT), str(FORMAT), *sorted(set(fingerprints))]).encode()
     return SET_PREFIX + hashlib.sha256(body).hexdigest()[:16]
 
 
@@ -395,7 +398,7 @@ def open_set(dataset: Dataset, plans: Sequence[Any]) -> SetCodes | None:
     record = store.latest()
     if record is None or record.get("kind") != "codes":
         return None
-    if record["stores"] != {p.label: [p.store.fingerprint, p.record["generation"]] for p in plans}:
+    if record["stores"] != _identity(plans):
         return None
     return SetCodes(store, record)
 
@@ -404,9 +407,13 @@ def open_set(dataset: Dataset, plans: Sequence[Any]) -> SetCodes | None:
 
 
 def _identity(plans: Sequence[Any]) -> dict[str, list[Any]]:
-    """Each plan's label: its store's fingerprint and generation (none without a record)."""
+    """Each plan's label: its store's fingerprint, generation and commit time (with a record).
+
+    The time too: a store deleted (``verify --repair``, ``vacuum``) and
+    built again numbers its generations from 1 again, with other rows.
+    """
     return {
-        p.label: [p.store.fingerprint, p.record["generation"]]
+        p.label: [p.store.fingerprint, p.record["generation"], p.record.get("committed_at")]
         for p in plans
         if p.record is not None
     }

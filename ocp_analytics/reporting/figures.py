@@ -123,13 +123,14 @@ def _from_codes(
     outcome vectors of the current window's runs, all rules at once.
     """
     from ocp_analytics.engine.flips import vector_counts, vector_words
-    from ocp_analytics.engine.run_codes import CELL, coded_partials, outcome_codes
+    from ocp_analytics.engine.run_codes import CELL, coded_partials, group_index, outcome_codes
 
     keys = fine.keys
     current = codes.runs.get_column("_w")
+    index = group_index(codes.runs, keys)  # every rule's runs share their groups
     outcomes = []
     for name, cells in codes.rules():
-        c, h = pl.collect_all(coded_partials(codes.runs, cells, name, when, keys))
+        c, h = pl.collect_all(coded_partials(codes.runs, cells, name, when, keys, index))
         fine.counts.append(c)
         fine.hists.append(h)
         outcomes.append(outcome_codes(cells.get_column(CELL).filter(current)))

@@ -298,8 +298,12 @@ def table_entries(records: list[dict[str, Any]], table: str) -> list[PartEntry]:
     return tables_entries(records).get(table, [])
 
 
-def tables_entries(records: list[dict[str, Any]]) -> dict[str, list[PartEntry]]:
+def tables_entries(
+    records: list[dict[str, Any]], parsed: list[list[PartEntry]] | None = None
+) -> dict[str, list[PartEntry]]:
     """:func:`table_entries` of every table, each record read once.
+
+    ``parsed``: each record's :func:`record_entries`, read already.
 
     Examples
     --------
@@ -308,9 +312,9 @@ def tables_entries(records: list[dict[str, Any]]) -> dict[str, list[PartEntry]]:
     {'runs': ['runs/a.parquet'], 'signals': ['signals/b.parquet']}
     """
     out: dict[str, list[PartEntry]] = {}
-    for r in records:
+    for k, r in enumerate(records):
         new: dict[str, list[PartEntry]] = {}
-        for e in record_entries(r):
+        for e in record_entries(r) if parsed is None else parsed[k]:
             new.setdefault(e.table, []).append(e)
         replaced = replaced_files(r)
         for table in [*new, *(t for t in replaced if t not in new)]:

@@ -65,9 +65,15 @@ class PartChoice:
 
 
 def choose_parts(
-    records: list[dict[str, Any]], since: datetime | None, until: datetime | None
+    records: list[dict[str, Any]],
+    since: datetime | None,
+    until: datetime | None,
+    parsed: list[list[PartEntry]] | None = None,
 ) -> PartChoice:
     """The parts that a read of the runs in ``[since, until)`` opens (see the module docstring).
+
+    ``parsed``: each record's :func:`~ocp_analytics.store.manifest.record_entries`,
+    read already (a dataset's windows share one reading of its records).
 
     Examples
     --------
@@ -89,15 +95,17 @@ def choose_parts(
     (['runs/2.parquet'], ['signals/2.parquet'], 2, False)
     """
     superseding = sorted(int(r["seq"]) for r in records if r.get("superseding", 0))
+    if parsed is None:
+        parsed = [record_entries(r) for r in records]
     if since is None and until is None:  # every part: no entry needs reading
-        live = tables_entries(records)
+        live = tables_entries(records, parsed)
         files = {t: [e.file for e in live.get(t, [])] for t in S.TABLES}
         seqs = frozenset(int(r["seq"]) for r in records if r["files"].get("runs"))
         return PartChoice(files, [], bool(superseding), seqs, 0, live)
     # the files each table lists (commits.table_files), with the entry and seq of the record
     # listing them; a batch's documents have ids from seq << 32
-    seq_of = {e.file: int(r["seq"]) for r in records for e in record_entries(r)}
-    live = tables_entries(records)
+    seq_of = {e.file: int(r["seq"]) for r, es in zip(records, parsed, strict=True) for e in es}
+    live = tables_entries(records, parsed)
     listed = {t: [(seq_of.get(e.file, -1), e) for e in live.get(t, [])] for t in S.TABLES}
     runs = listed["runs"]
     kept = [(s, e) for s, e in runs if e.may_hold_time(since, until)]

@@ -208,13 +208,21 @@ class PartCheck:
     ocp_analytics.exceptions.DatasetError: ...: damaged part runs/00000001-...: its bytes differ ...
     """
 
-    def __init__(self, root: Store, records: list[dict[str, Any]]) -> None:
-        self.root, self.records = root, records
+    def __init__(
+        self,
+        root: Store,
+        records: list[dict[str, Any]],
+        parsed: list[list[PartEntry]] | None = None,
+    ) -> None:
+        self.root, self.records, self.parsed = root, records, parsed
         self._owners: dict[str, tuple[PartEntry, dict[str, Any]]] | None = None
 
     def _index(self) -> dict[str, tuple[PartEntry, dict[str, Any]]]:
         if self._owners is None:
-            self._owners = {e.file: (e, r) for r in self.records for e in record_entries(r)}
+            parsed = self.parsed or [record_entries(r) for r in self.records]
+            self._owners = {
+                e.file: (e, r) for r, es in zip(self.records, parsed, strict=True) for e in es
+            }
         return self._owners
 
     def first(self, files: Sequence[str]) -> Damage | None:

@@ -22,7 +22,7 @@ from ocp_analytics import schemas as S
 from ocp_analytics.exceptions import DatasetError, hint
 from ocp_analytics.store.commits import SIGNAL_LINKS, Snapshot, manifest_frame, read_commits
 from ocp_analytics.store.dataset import open_existing
-from ocp_analytics.store.manifest import names_held, tables_entries
+from ocp_analytics.store.manifest import PartEntry, names_held, record_entries, tables_entries
 from ocp_analytics.store.prune import WINDOWED, PartChoice, choose_parts, parts_meeting
 from ocp_analytics.store.read_check import PartCheck
 from ocp_analytics.store.storage import Store
@@ -197,10 +197,11 @@ class Dataset:
             return self
         key = ("within", since, until)
         if key not in self._memo:  # the same window read again shares its scans and versions
-            choice = choose_parts(self.records, since, until)
+            parsed = self._memo.get("parsed")
+            choice = choose_parts(self.records, since, until, parsed)
             chosen = self
             if choice.pruned:
-                chosen = _scanned(self.path, self.records, choice, self.snapshot)
+                chosen = _scanned(self.path, self.records, choice, self.snapshot, parsed)
                 # the windows of one scan share the replaced versions each found (superseded)
                 chosen._memo["window"] = (since, until)
                 chosen._memo["stale"] = self._memo.setdefault("stale", {})
@@ -316,18 +317,25 @@ def scan_dataset(path: str | Path | Store, *, snapshot: Snapshot = None) -> Data
     root = open_existing(path)
     records = read_commits(root, snapshot)
     last = max((r["seq"] for r in records), default=None)
-    return _scanned(root, records, choose_parts(records, None, None), last)
+    # each record's part entries read once: its windows (within) and checks share them
+    parsed = [record_entries(r) for r in records]
+    return _scanned(root, records, choose_parts(records, None, None, parsed), last, parsed)
 
 
 def _scanned(
-    root: Store, records: list[dict[str, Any]], choice: PartChoice, last: int | None
+    root: Store,
+    records: list[dict[str, Any]],
+    choice: PartChoice,
+    last: int | None,
+    parsed: list[list[PartEntry]] | None = None,
 ) -> Dataset:
     """The dataset of ``records`` reading the parts ``choice`` names, current versions only.
 
     Nothing is opened here: each table's scan (and the check of its parts)
-    is built when a reader first asks for it.
+    is built when a reader first asks for it. ``parsed``: each record's
+    part entries, read already.
     """
-    check = PartCheck(root, records)
+    check = PartCheck(root, records, parsed)
     scans = LazyTables(lambda t: _scan(root, choice.files[t], t, check), S.TABLES)
     if not choice.resolve:
         frames: Mapping[str, pl.LazyFrame] = scans
@@ -357,6 +365,8 @@ def _scanned(
     ds = Dataset(
         root, frames, manifest_frame(records), scans, links, last, records, choice, versions_of
     )
+    if parsed is not None:
+        ds._memo["parsed"] = parsed
     return ds
 
 
