@@ -61,6 +61,15 @@ def _same_report(ds: Path, as_of: str, tmp: Path, since: str | None = None) -> N
         assert_frame_equal(pl.read_parquet(path), pl.read_parquet(pages[False].data[name]))
 
 
+def _refreshed(tmp: Path, total: int, first: int) -> tuple[Path, list[dict[str, Any]]]:
+    """A dataset of the first ``first`` of ``total`` runs, refreshed for RULES; every run."""
+    ds = tmp / "ds"
+    docs = _docs(0, total)
+    oa.ingest(_write(tmp / "a.ndjson", docs[:first]), ds)
+    oa.refresh(ds, RULES, as_of="2026-11-10T00:00:00Z")
+    return ds, docs
+
+
 def _tables(ds: Path) -> list[Path]:
     return sorted(ds.glob("decisions/set-*"))
 
@@ -71,10 +80,7 @@ def test_the_report_through_the_rule_sets_codes_is_the_report_from_raw(
     # two nights before the later entries are folded into one
     monkeypatch.setattr(sys.modules["ocp_analytics.api.set_codes"], "FOLD_NIGHTS", 2)
     seen = _spy(monkeypatch)
-    ds = tmp_path / "ds"
-    docs = _docs(0, 240)
-    oa.ingest(_write(tmp_path / "a.ndjson", docs[:150]), ds)
-    oa.refresh(ds, RULES, as_of="2026-11-10T00:00:00Z")
+    ds, docs = _refreshed(tmp_path, 240, 150)
     assert len(_tables(ds)) == 1
     _same_report(ds, "2026-11-10T00:00:00Z", tmp_path)
     # every rule (the recorded one too) and both scored rules' scores from the table
@@ -117,10 +123,7 @@ def _shortened(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def test_a_table_its_stores_moved_past_is_not_read_until_built_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ds = tmp_path / "ds"
-    docs = _docs(0, 200)
-    oa.ingest(_write(tmp_path / "a.ndjson", docs[:150]), ds)
-    oa.refresh(ds, RULES, as_of="2026-11-10T00:00:00Z")
+    ds, docs = _refreshed(tmp_path, 200, 150)
     oa.ingest(_write(tmp_path / "b.ndjson", docs[150:]), ds)
     # another rule set sharing two of the stores moves them on
     oa.refresh(ds, RULES[:2], as_of="2026-11-11T00:00:00Z")
@@ -133,9 +136,7 @@ def test_a_table_its_stores_moved_past_is_not_read_until_built_again(
 
 
 def test_verify_checks_the_tables_files_and_readers_name_a_damaged_one(tmp_path: Path) -> None:
-    ds = tmp_path / "ds"
-    oa.ingest(_write(tmp_path / "a.ndjson", _docs(0, 80)), ds)
-    oa.refresh(ds, RULES, as_of="2026-11-10T00:00:00Z")
+    ds, _ = _refreshed(tmp_path, 80, 80)
     assert verify(ds) == []
     part = next((_tables(ds)[0] / "parts").glob("*.parquet"))
     _flip(part)
@@ -152,10 +153,7 @@ def test_a_refresh_killed_before_the_tables_record_leaves_it_unread_then_built(
     (the table names their older generations); the next refresh builds the table again."""
     from ocp_analytics.store.decisions import DecisionStore
 
-    ds = tmp_path / "ds"
-    docs = _docs(0, 120)
-    oa.ingest(_write(tmp_path / "a.ndjson", docs[:90]), ds)
-    oa.refresh(ds, RULES, as_of="2026-11-10T00:00:00Z")
+    ds, docs = _refreshed(tmp_path, 120, 90)
     oa.ingest(_write(tmp_path / "b.ndjson", docs[90:]), ds)
     real = DecisionStore.commit
 
@@ -206,10 +204,7 @@ def test_a_store_deleted_and_built_again_is_not_the_one_the_table_read(
 
     from ocp_analytics.engine.finality import fingerprint
 
-    ds = tmp_path / "ds"
-    docs = _docs(0, 160)
-    oa.ingest(_write(tmp_path / "a.ndjson", docs[:120]), ds)
-    oa.refresh(ds, RULES, as_of="2026-11-10T00:00:00Z")
+    ds, docs = _refreshed(tmp_path, 160, 120)
     shutil.rmtree(ds / "decisions" / fingerprint(RULES[0]))  # as verify --repair does
     oa.ingest(_write(tmp_path / "b.ndjson", docs[120:]), ds)
     # that rule's store alone, at generation 1 again; the others still at the table's

@@ -41,7 +41,7 @@ import polars as pl
 
 from ocp_analytics.engine.finality import CONTRACT
 from ocp_analytics.engine.rates import ATT
-from ocp_analytics.engine.run_codes import CELL, cell_code
+from ocp_analytics.engine.run_codes import CELL, FOUND, cell_code, positions
 from ocp_analytics.engine.sweep_inputs import reasons_tell_rest, rest_from_reasons, score_values
 from ocp_analytics.model.rules import Rule
 from ocp_analytics.store.decisions import DecisionStore
@@ -67,7 +67,6 @@ FOLD_NIGHTS = 8  # later entries before they are folded into one
 # written before is not read but built again
 FORMAT = 1
 _REST = "rest"
-_FOUND = "_found"
 _NONE = pl.Series("doc_id", [], pl.Int64)
 
 
@@ -183,26 +182,6 @@ def _wide(
     return frame.with_columns(scores[n].alias(f"s{j}") for j, n in enumerate(names))
 
 
-def _positions(docs: pl.Series, wanted: pl.Series) -> tuple[pl.Series, pl.Series]:
-    """The position in ``docs`` (sorted, unique) of each of ``wanted``, and whether it is there.
-
-    Both sorted (a window's runs, a night's rows), a join of the two in
-    order: many times faster than a binary search of each over millions.
-    """
-    n = docs.len()
-    if n == 0:
-        return pl.Series("at", [0] * wanted.len(), pl.Int64), pl.repeat(
-            False, wanted.len(), eager=True
-        )
-    if wanted.is_sorted() and docs.is_sorted():
-        left = wanted.rename("doc_id").set_sorted().to_frame()
-        right = docs.rename("doc_id").set_sorted().to_frame().with_row_index("at")
-        at = left.join(right, on="doc_id", how="left", maintain_order="left").get_column("at")
-        return at.fill_null(0).cast(pl.Int64), at.is_not_null()
-    at = docs.search_sorted(wanted).cast(pl.Int64).clip(0, n - 1)
-    return at, docs.gather(at) == wanted
-
-
 def _merged(frames: Sequence[pl.DataFrame], width: int) -> pl.DataFrame:
     """Later entries as one: per rule its newest decided row of a run, the newest scores.
 
@@ -253,7 +232,7 @@ class _Lined:
 
     def __init__(self, ids: pl.Series, docs: pl.Series) -> None:
         self.ids = ids
-        at, hit = _positions(docs, ids)
+        at, hit = positions(docs, ids)
         self.at = pl.select(pl.when(hit).then(at)).to_series()
         found = int(hit.sum())
         self.tail = ids.len() - found
@@ -302,7 +281,7 @@ class SetCodes:
         if label not in self.labels:
             return False
         rest = [_REST] if self.labels.index(label) in self.rests else []
-        return set(names) <= {_FOUND, CELL, ATT, *rest}
+        return set(names) <= {FOUND, CELL, ATT, *rest}
 
     def scores_at(self, as_of: datetime, snapshot: int | None, names: Sequence[str]) -> bool:
         """Whether the table keeps the scores ``names`` at ``as_of`` of commit ``snapshot``."""
@@ -340,7 +319,7 @@ class SetCodes:
         if self._later_ids is None or not _same(self._later_ids, ids):
             self._later_ids, self._later_lined = ids, {}
         if n not in self._later_lined:
-            self._later_lined[n] = _positions(ids, self._later[n].get_column("doc_id"))
+            self._later_lined[n] = positions(ids, self._later[n].get_column("doc_id"))
         return self._later_lined[n]
 
     def columns(
@@ -360,7 +339,7 @@ class SetCodes:
         patches = [(f.select(names), *self._later_at(n, ids)) for n, f in enumerate(self._later)]
         if again is not None and again.height:
             mine = _renamed(compact(coded(again, rule).collect()), i)
-            patches.append((mine.select(names), *_positions(ids, mine.get_column("doc_id"))))
+            patches.append((mine.select(names), *positions(ids, mine.get_column("doc_id"))))
         decided = 0
         for n, (patch, at, hit) in enumerate(patches):
             keep = hit & patch.get_column(names[0]).is_not_null()
@@ -374,7 +353,7 @@ class SetCodes:
             ]
         cell = values[0]
         found = pl.select(pl.when(cell.is_not_null()).then(pl.lit(True))).to_series()
-        out = [found.alias(_FOUND), cell.alias(CELL), values[1].alias(ATT)]
+        out = [found.alias(FOUND), cell.alias(CELL), values[1].alias(ATT)]
         if len(values) > 2:
             out.append(values[2].alias(_REST))
         return pl.DataFrame(out), decided

@@ -44,7 +44,7 @@ from ocp_analytics.engine.acceptance import CODED_TYPES, OUTPUT_SCHEMA, decide
 from ocp_analytics.engine.evaluate import Sink, selected, window_slices
 from ocp_analytics.engine.known import KnownNames
 from ocp_analytics.engine.rates import ATT, where_conditions
-from ocp_analytics.engine.run_codes import cell_code, patched
+from ocp_analytics.engine.run_codes import FOUND, cell_code, patched
 from ocp_analytics.engine.timeaxis import in_window
 from ocp_analytics.model.rules import Rule
 from ocp_analytics.store.decisions import DECISIONS_SCHEMA
@@ -54,7 +54,6 @@ __all__ = ["WindowCodes", "build_columns", "observing", "run_stored", "window_co
 
 _LOG = logging.getLogger("ocp_analytics.decisions")
 _STORED = frozenset(DECISIONS_SCHEMA.names)
-_FOUND = "_found"  # true where a run has a row under the rule (WindowCodes.columns)
 _SEEN: ContextVar[list[RefreshSummary] | None] = ContextVar("ocp_decisions_seen", default=None)
 
 
@@ -294,7 +293,7 @@ class WindowCodes:
         ids = self.runs.get_column("doc_id")
         counts = [0, 0]  # reused, decided
         for plan in self.plans:
-            read = [pl.lit(True).alias(_FOUND), *exprs(plan.target)]
+            read = [pl.lit(True).alias(FOUND), *exprs(plan.target)]
             names = [e.meta.output_name() for e in read]
             again = self.again.get(plan.label)
             if self.table is None or not self.table.keeps(plan.label, names):
@@ -302,7 +301,7 @@ class WindowCodes:
                 continue
             # the rule set's table: the same columns, with no read of the rule's store
             cols, decided = self.table.columns(plan.label, ids, again, plan.target)
-            found = cols.height - cols.get_column(_FOUND).null_count()
+            found = cols.height - cols.get_column(FOUND).null_count()
             counts[0] += found - decided
             counts[1] += decided
             yield plan.label, cols.select(names)
@@ -356,8 +355,8 @@ def build_columns(plans: Sequence[_Plan], ids: pl.Series) -> Iterator[tuple[int,
     """
     counts = [0, 0]
     for i, plan in enumerate(plans):
-        read = [pl.lit(True).alias(_FOUND), *coded_exprs(plan.target)]
-        yield i, _rule_columns(plan, None, ids, counts, read).drop(_FOUND)
+        read = [pl.lit(True).alias(FOUND), *coded_exprs(plan.target)]
+        yield i, _rule_columns(plan, None, ids, counts, read).drop(FOUND)
 
 
 def _window_runs(
@@ -451,7 +450,7 @@ def _rule_columns(
         rows = ids.to_frame().join(rows, on="doc_id", how="left", maintain_order="left")
     if rows.height != ids.len():  # a doc_id twice among a rule's live rows: never lined up
         raise AssertionError(f"the rows of {plan.label!r} repeat a run version")
-    found = rows.height - rows.get_column(_FOUND).null_count()
+    found = rows.height - rows.get_column(FOUND).null_count()
     counts[0] += found - decided
     counts[1] += decided
     return rows.drop("doc_id")

@@ -25,10 +25,20 @@ from ocp_analytics.engine.flips import outcome_code
 from ocp_analytics.engine.rates import ATT, partials
 from ocp_analytics.schemas import OUTCOME_TIERS
 
-__all__ = ["CELL", "cell_code", "cell_columns", "coded_partials", "group_index", "outcome_codes"]
+__all__ = [
+    "CELL",
+    "FOUND",
+    "cell_code",
+    "cell_columns",
+    "coded_partials",
+    "group_index",
+    "outcome_codes",
+    "positions",
+]
 
 CELL = "_cell"  # the cell code's column
 _GID = "_gid"  # a run's group, numbered (group_index)
+FOUND = "_found"  # true where a run has a row under the rule, null where it has none
 # digits of the code: outcome (x1: 0 rejected, 1 accepted, 2 unknown), tier (x4: its
 # index, 7 none), window open (x32), accepted at the node's first attempt (x64)
 _TIER, _OPEN, _FIRST = 4, 32, 64
@@ -183,9 +193,9 @@ def patched(base: pl.DataFrame, later: pl.DataFrame, removed: pl.Series) -> pl.D
     ids, n = base.get_column("doc_id"), base.height
     if n == 0 or (later.height == 0 and removed.len() == 0):
         return base if later.height == 0 else pl.concat([base, later]).sort("doc_id")
-    dead = _positions(ids, removed.cast(pl.Int64).unique().sort())
-    at = ids.search_sorted(later.get_column("doc_id")).cast(pl.Int64)
-    held = (at < n) & (ids.gather(at.clip(0, n - 1)) == later.get_column("doc_id"))
+    at, hit = positions(ids, removed.cast(pl.Int64).unique().sort())
+    dead = at.filter(hit)
+    at, held = positions(ids, later.get_column("doc_id"))
     into, rows = at.filter(held), later.filter(held)
     alive = pl.repeat(True, n, eager=True).scatter(dead, False)
     if into.len():
@@ -205,10 +215,27 @@ def patched(base: pl.DataFrame, later: pl.DataFrame, removed: pl.Series) -> pl.D
     return base.merge_sorted(rest, "doc_id")
 
 
-def _positions(ids: pl.Series, wanted: pl.Series) -> pl.Series:
-    """The positions in ``ids`` (sorted) of the values of ``wanted`` (sorted) it holds."""
-    n = ids.len()
-    if n == 0 or wanted.len() == 0:
-        return pl.Series("at", [], pl.Int64)
-    at = ids.search_sorted(wanted).cast(pl.Int64)
-    return at.filter((at < n) & (ids.gather(at.clip(0, n - 1)) == wanted))
+def positions(docs: pl.Series, wanted: pl.Series) -> tuple[pl.Series, pl.Series]:
+    """The position in ``docs`` (sorted, unique) of each of ``wanted``, and whether it is there.
+
+    Where it is not, the position is 0. Both sorted (a window's runs, a
+    night's rows), a join of the two in order: many times faster than a
+    binary search of each over millions; else the binary search.
+
+    Examples
+    --------
+    >>> at, hit = positions(pl.Series([2, 4, 6]), pl.Series([4, 5, 6]))
+    >>> at.to_list(), hit.to_list()
+    ([1, 0, 2], [True, False, True])
+    """
+    n = docs.len()
+    if n == 0:
+        none = pl.repeat(False, wanted.len(), eager=True)
+        return pl.repeat(0, wanted.len(), dtype=pl.Int64, eager=True).alias("at"), none
+    if wanted.is_sorted() and docs.is_sorted():
+        left = wanted.rename("doc_id").set_sorted().to_frame()
+        right = docs.rename("doc_id").set_sorted().to_frame().with_row_index("at")
+        at = left.join(right, on="doc_id", how="left", maintain_order="left").get_column("at")
+        return at.fill_null(0).cast(pl.Int64), at.is_not_null()
+    at = docs.search_sorted(wanted).cast(pl.Int64).clip(0, n - 1)
+    return at, docs.gather(at) == wanted
