@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from ocp_analytics.api.set_codes import set_fingerprint, write_set
+from ocp_analytics.api.set_codes import night_entry, set_fingerprint, write_set
 from ocp_analytics.engine.acceptance import DECIDE_READS, OUTPUT_SCHEMA, WINDOW_CLOSES, decide
 from ocp_analytics.engine.evaluate import SLICE_RUNS, SLICED_TABLES, run, without_absent_links
 from ocp_analytics.engine.features import matched_events
@@ -426,11 +426,14 @@ def refresh(
         _from_raw(ds, raw, when, {p.label: gens[p.label] for p in raw}, slice_runs)
         read = _again_tables(ds, plans)
         again = _decide_again(ds, plans, when, read)
-        # each store's files are its own: written side by side (pyarrow lets go of the GIL)
+        signals = read.get("signals")
+        # each store's files are its own: written side by side (pyarrow lets go of the GIL);
+        # the table's night entry, when it takes one, is built beside the records' writing
         with ThreadPoolExecutor(_WRITERS, thread_name_prefix="ocp-refresh") as pool:
             added = [pool.submit(gens[k].add, rows, _pending(rows)) for k, rows in again.items()]
             for done in added:
                 done.result()
+            night = pool.submit(night_entry, ds, table, plans, again, when, signals)
             written = [pool.submit(_commit, p, gens[p.label], ds, when) for p in plans]
             for done in written:
                 done.result()
@@ -439,7 +442,7 @@ def refresh(
         from ocp_analytics.api.stored import build_columns
 
         after = [_Plan(p.target, p.store, p.store.latest()) for p in plans]
-        write_set(ds, table, plans, after, again, when, build_columns, read.get("signals"))
+        write_set(ds, table, plans, after, again, when, build_columns, signals, night.result())
     decided = sum(g.rows for g in gens.values())
     return RefreshSummary(
         when, ds.snapshot, sum(p.reused for p in plans), decided, _raw_labels(plans)

@@ -55,6 +55,7 @@ __all__ = [
     "coded_exprs",
     "compact",
     "latest_scores",
+    "night_entry",
     "open_set",
     "set_fingerprint",
     "write_set",
@@ -273,6 +274,7 @@ class SetCodes:
         self._later = pl.collect_all([f for f, _ in entries[1:]]) if len(entries) > 1 else []
         self._lined: _Lined | None = None
         self._whole: pl.DataFrame | None = None
+        self._scores: pl.DataFrame | None = None
         self._later_ids: pl.Series | None = None
         self._later_lined: dict[int, tuple[pl.Series, pl.Series]] = {}
 
@@ -294,48 +296,69 @@ class SetCodes:
             whole = self._first()
             docs = whole.get_column("doc_id") if whole is not None else _NONE
             self._lined = _Lined(ids, docs)
+        self._lined.ids = ids  # the same runs: the next call with this series compares none
         return self._lined
 
     def _column(self, name: str, ids: pl.Series, dtype: pl.DataType) -> pl.Series:
         """Column ``name`` of the first entry lined up with ``ids`` (null: not there).
 
         In the table's own type (attempts as small as they fit): the first
-        call reads every column of the first entry at once (a few hundred
-        MB at 10M runs and 21 rules), cheaper than a read a column.
+        call reads every code column of the first entry at once (a few
+        hundred MB at 10M runs and 21 rules), cheaper than a read a column;
+        the first score's, every score.
         """
-        whole = self._first()
+        whole = self._first(scores=name.startswith("s"))
         if whole is None or not ids.len():
             return pl.Series(name, [None] * ids.len(), dtype)
         return self._align(ids).take(whole.get_column(name))
 
-    def _first(self) -> pl.DataFrame | None:
-        """The first entry, every column (read once; None: the table holds no run)."""
-        if self._whole is None and self._base is not None:
-            self._whole = self._base.collect()
-        return self._whole
+    def _first(self, scores: bool = False) -> pl.DataFrame | None:
+        """The first entry's codes, or its scores (each read once; None: the table holds no run).
+
+        Apart: the scores (eight bytes a run each) are read only when the
+        sweep asks for one, not held through the rates and flips.
+        """
+        if self._base is None:
+            return None
+        if self._whole is None:
+            self._whole = self._base.select(pl.exclude(r"^s\d+$")).collect()
+        if not scores:
+            return self._whole
+        if self._scores is None:
+            self._scores = self._base.select(pl.col(r"^s\d+$")).collect()
+        return self._scores
 
     def _later_at(self, n: int, ids: pl.Series) -> tuple[pl.Series, pl.Series]:
         """Where the runs of later entry ``n`` sit in ``ids``, and whether they are there."""
         if self._later_ids is None or not _same(self._later_ids, ids):
-            self._later_ids, self._later_lined = ids, {}
+            self._later_lined = {}
+        self._later_ids = ids
         if n not in self._later_lined:
             self._later_lined[n] = positions(ids, self._later[n].get_column("doc_id"))
         return self._later_lined[n]
 
     def columns(
-        self, label: str, ids: pl.Series, again: pl.DataFrame | None, rule: Rule | None
+        self,
+        label: str,
+        ids: pl.Series,
+        again: pl.DataFrame | None,
+        rule: Rule | None,
+        wanted: Sequence[str] = (FOUND, CELL, ATT, _REST),
     ) -> tuple[pl.DataFrame, int]:
         """``_found``, ``_cell``, attempts (and rest) of rule ``label``, lined up with ``ids``.
 
         The attempts in the smallest type that holds them. The first
         entry's, then each later entry's changes, then ``again`` (rows
-        decided again now: stored columns) put in place. Returns the columns
-        and how many rows of ``again`` are of ``ids``.
+        decided again now: stored columns) put in place. Only the columns
+        ``wanted`` are lined up (``_found`` and ``_cell`` always). Returns the
+        columns and how many rows of ``again`` are of ``ids``.
         """
         i = self.labels.index(label)
-        names = [f"c{i}", f"a{i}", *([f"r{i}"] if i in self.rests else [])]
-        every: list[pl.DataType] = [pl.UInt8(), pl.UInt8(), pl.Int8()]
-        values = [self._column(n, ids, t) for n, t in zip(names, every, strict=False)]
+        kept = {CELL: f"c{i}", ATT: f"a{i}", **({_REST: f"r{i}"} if i in self.rests else {})}
+        out_names = [CELL, *(n for n in (ATT, _REST) if n in kept and n in wanted)]
+        names = [kept[n] for n in out_names]
+        every = {CELL: pl.UInt8(), ATT: pl.UInt8(), _REST: pl.Int8()}
+        values = [self._column(c, ids, every[n]) for n, c in zip(out_names, names, strict=True)]
         patches = [(f.select(names), *self._later_at(n, ids)) for n, f in enumerate(self._later)]
         if again is not None and again.height:
             mine = _renamed(compact(coded(again, rule).collect()), i)
@@ -353,9 +376,7 @@ class SetCodes:
             ]
         cell = values[0]
         found = pl.select(pl.when(cell.is_not_null()).then(pl.lit(True))).to_series()
-        out = [found.alias(FOUND), cell.alias(CELL), values[1].alias(ATT)]
-        if len(values) > 2:
-            out.append(values[2].alias(_REST))
+        out = [found.alias(FOUND), *(v.alias(n) for v, n in zip(values, out_names, strict=True))]
         return pl.DataFrame(out), decided
 
     def score(self, name: str, ids: pl.Series) -> pl.Series:
@@ -407,6 +428,7 @@ def write_set(
     when: datetime,
     build: Callable[[Sequence[Any], pl.Series], Iterator[tuple[int, pl.DataFrame]]],
     signals: pl.LazyFrame | None = None,
+    night: pl.DataFrame | None = None,
 ) -> None:
     """Bring the rule set's table to the stores' new records (``after``: their plans).
 
@@ -419,7 +441,8 @@ def write_set(
     again from the stores (``build(plans, ids)``: each plan's coded columns
     lined up with ``ids``, by position). ``store``: the table's folder
     (:func:`set_fingerprint`), whose lock the caller holds; ``signals``:
-    the signals of the runs decided again, read already (else read here).
+    the signals of the runs decided again, read already (else read here);
+    ``night``: the night's entry built already (:func:`night_entry`).
     """
     labels = [p.label for p in after]
     rules = {p.label: p.target for p in after}
@@ -442,13 +465,9 @@ def write_set(
     if unchanged and record["as_of"] == meta["as_of"] and record["dataset_seq"] == ds.snapshot:  # type: ignore[index]
         return  # nothing changed since
     gen = store.start()
-    if (
-        same
-        and record is not None
-        and record["stores"] == _identity(before)
-        and all(p.record is not None for p in before)
-    ):
-        night = _night(ds, labels, rules, again, when, names, signals)
+    if same and record is not None and _follows(record, before):
+        if night is None:
+            night = _night(ds, labels, rules, again, when, names, signals)
         chain = record["chain"]
         if len(chain) > FOLD_NIGHTS:  # the nights as one entry, tonight's last
             later = [f.collect() for f, _ in store.entries(record)[1:]]
@@ -463,6 +482,35 @@ def write_set(
     scores = latest_scores(ds.current("signals"), ids, when, names)
     gen.add_frame(_wide(ids, build(after, ids), scores, names))
     store.commit(gen, None, None, {**meta, "rows": ids.len()})
+
+
+def _follows(record: dict[str, Any], before: Sequence[Any]) -> bool:
+    """Whether the table's ``record`` was built from the stores' records ``before`` (a night's)."""
+    return record["stores"] == _identity(before) and all(p.record is not None for p in before)
+
+
+def night_entry(
+    ds: Dataset,
+    store: DecisionStore,
+    before: Sequence[Any],
+    again: dict[str, pl.DataFrame],
+    when: datetime,
+    signals: pl.LazyFrame | None = None,
+) -> pl.DataFrame | None:
+    """The night's entry :func:`write_set` adds to the table, when it adds one; else None.
+
+    Built from what the refresh decided (``again``) before any store is
+    committed: a refresh builds it while the stores' records are written.
+    """
+    record = store.latest()
+    labels = [p.label for p in before]
+    if record is None or record.get("kind") != "codes" or record["labels"] != labels:
+        return None
+    if not _follows(record, before):
+        return None
+    rules = {p.label: p.target for p in before}
+    names = sorted({r.score.name for r in rules.values() if r is not None and r.score is not None})
+    return _night(ds, labels, rules, again, when, names, signals)
 
 
 def _night(

@@ -300,7 +300,7 @@ class WindowCodes:
                 yield plan.label, _rule_columns(plan, again, ids, counts, read)
                 continue
             # the rule set's table: the same columns, with no read of the rule's store
-            cols, decided = self.table.columns(plan.label, ids, again, plan.target)
+            cols, decided = self.table.columns(plan.label, ids, again, plan.target, names)
             found = cols.height - cols.get_column(FOUND).null_count()
             counts[0] += found - decided
             counts[1] += decided

@@ -99,8 +99,8 @@ def outcome_codes(cells: pl.Series) -> pl.Series:
 def group_index(groups: pl.DataFrame, keys: Sequence[str]) -> tuple[pl.Series, pl.DataFrame]:
     """Each run's group as a number (``_gid``), and the keys of each number: computed once.
 
-    The number is the position of the group's first run, so a null key is
-    a group like any other.
+    Groups are numbered 0, 1, ... in the order of their first run; a null
+    key is a group like any other.
 
     Examples
     --------
@@ -114,7 +114,11 @@ def group_index(groups: pl.DataFrame, keys: Sequence[str]) -> tuple[pl.Series, p
         return gid, pl.DataFrame({_GID: [0]}, schema={_GID: pl.UInt32})
     rows = groups.select(keys).with_row_index(_GID)
     rows = rows.with_columns(pl.col(_GID).first().over(keys))
-    return rows.get_column(_GID), rows.unique(_GID, maintain_order=True)
+    firsts = rows.unique(_GID, maintain_order=True)
+    # numbered 0, 1, ... in order of first run: small numbers pack with a cell (coded_partials)
+    dense = pl.int_range(firsts.height, dtype=pl.UInt32, eager=True)
+    gid = rows.get_column(_GID).replace_strict(firsts.get_column(_GID), dense)
+    return gid.alias(_GID), firsts.with_columns(dense.alias(_GID))
 
 
 def coded_partials(
@@ -148,12 +152,10 @@ def coded_partials(
     """
     gid, table = group_index(groups, keys) if index is None else index
     frame = pl.DataFrame([gid, cells.get_column(CELL), cells.get_column(ATT)])
+    # by numbers, not by the keys themselves: a few times cheaper over millions of runs
     distinct = (
-        frame.lazy()
+        _distinct(frame.lazy(), table.height)
         .filter(pl.col(CELL).is_not_null())
-        # by numbers, not by the keys themselves: a few times cheaper over millions of runs
-        .group_by(_GID, CELL, ATT)
-        .agg(pl.len().alias("_runs"))
         .join(table.lazy(), on=_GID, how="left")
         .drop(_GID)
         .with_columns(
@@ -164,6 +166,44 @@ def coded_partials(
         )
     )
     return partials(distinct, keys, None, weight="_runs")
+
+
+def _distinct(frame: pl.LazyFrame, groups: int) -> pl.LazyFrame:
+    """The distinct (``_gid``, cell, attempts) rows of ``frame`` and the runs of each (``_runs``).
+
+    Packed into one integer per run when the group number, the cell, a
+    null flag and the attempts fit in 32 bits (or 64), then grouped by it:
+    about half the cost of grouping by the three columns. ``groups``: the
+    group numbers run from 0 to ``groups - 1``.
+
+    Examples
+    --------
+    >>> f = pl.DataFrame({"_gid": [0, 0, 1], "_cell": [1, 1, 0], ATT: [2, 2, None]},
+    ...                  schema={"_gid": pl.UInt32, "_cell": pl.UInt8, ATT: pl.UInt8})
+    >>> _distinct(f.lazy(), 2).sort("_gid").collect().rows()
+    [(0, 1, 2, 2), (1, 0, None, 1)]
+    """
+    att = frame.collect_schema()[ATT]
+    bits = 8 if att == pl.UInt8 else 16 if att == pl.UInt16 else None
+    if bits is None:  # attempts in a wide type: the three columns
+        return frame.group_by(_GID, CELL, ATT).agg(pl.len().alias("_runs"))
+    # the cell (7 bits) and a null flag above the attempts, the group above them
+    low = 1 << (bits + 9)
+    wide = pl.UInt32 if groups * low <= 1 << 32 else pl.UInt64
+    packed = (
+        pl.col(_GID).cast(wide) * low
+        + pl.col(CELL).cast(wide) * (1 << (bits + 1))
+        + pl.col(ATT).is_null().cast(wide) * (1 << bits)
+        + pl.col(ATT).fill_null(0).cast(wide)
+    ).alias("_key")
+    key = pl.col("_key")
+    counted = frame.group_by(packed).agg(pl.len().alias("_runs"))
+    return counted.select(
+        (key // low).cast(pl.UInt32).alias(_GID),
+        ((key // (1 << (bits + 1))) % 256).cast(pl.UInt8).alias(CELL),
+        pl.when((key // (1 << bits)) % 2 == 0).then((key % (1 << bits)).cast(att)).alias(ATT),
+        "_runs",
+    )
 
 
 def patched(base: pl.DataFrame, later: pl.DataFrame, removed: pl.Series) -> pl.DataFrame:
