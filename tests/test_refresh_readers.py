@@ -111,6 +111,7 @@ def _same_in_full(ds: Path, rules: list[Rule], as_of: str, tmp: Path, check: Any
     assert meta[0] == meta[1]
     for kwargs in (
         {"by": ["task_type"], "min_tier": "reported", "cluster": "task_id"},
+        {"by": ["task_type"], "min_tier": "verified"},
         {"where": ["label.env=prod"], "since": "2026-08-01"},
     ):
         got, want = check(oa.rates, ds, rules, slice_runs=SLICE, **kwargs)
@@ -186,6 +187,7 @@ def test_a_typo_warns_the_same_with_the_stores(tmp_path: Path) -> None:
         with pytest.warns(UserWarning, match="did you mean 'review'") as caught:
             oa.rates(ds, rules, as_of="2026-11-10T00:00:00Z", use_decisions=decisions)
         messages.append([str(w.message) for w in caught])
+        assert {w.filename for w in caught} == {__file__}  # at the caller's line, both ways
     assert messages[0] == messages[1]
 
 

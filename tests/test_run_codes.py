@@ -141,6 +141,51 @@ def test_the_report_from_the_stores_run_major_is_the_report_from_raw(
         assert_frame_equal(pl.read_parquet(path), pl.read_parquet(pages[False].data[name]))
 
 
+def test_rates_and_compare_from_the_stores_run_major_are_those_from_raw(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``rates``, the distribution and ``compare`` (its flips too) read the window run-major
+    when every rule is stored, with the frames of a full evaluation: by groups and periods, a
+    window and a filter, a minimum tier, after a later ingest; with a cluster (its partials
+    per run) the slices."""
+    ds = tmp_path / "ds"
+    docs = _docs(0, 160)
+    oa.ingest(_write(tmp_path / "a.ndjson", docs[:120]), ds)
+    oa.refresh(ds, RULES, as_of="2026-11-10T00:00:00Z")
+    oa.ingest(_write(tmp_path / "b.ndjson", docs[120:]), ds)
+    seen = _spy(monkeypatch)
+    at = "2026-12-01T00:00:00Z"
+    calls: list[dict[str, object]] = [
+        {"by": ["task_type", "label.team"], "period": "month"},
+        {"since": "120d", "where": ["label.env=prod"]},
+        {"by": ["task_type"], "min_tier": "reported"},
+    ]
+    for kwargs in calls:
+        seen.clear()
+        got = oa.rates(ds, RULES, as_of=at, **kwargs)  # type: ignore[arg-type]
+        assert len(seen) == 1  # run-major
+        want = oa.rates(ds, RULES, as_of=at, use_decisions=False, **kwargs)  # type: ignore[arg-type]
+        assert_frame_equal(got, want)
+    seen.clear()
+    got = oa.attempts_distribution(ds, RULES, by=["task_type"], as_of=at)
+    want = oa.attempts_distribution(ds, RULES, by=["task_type"], as_of=at, use_decisions=False)
+    assert len(seen) == 1
+    assert_frame_equal(got, want)
+    # by groups, the flips are counted 7 runs at a time: many parts that add up
+    monkeypatch.setattr(sys.modules["ocp_analytics.api._partials"], "FLIP_RUNS", 7)
+    for by in ([], ["task_type", "label.team"]):
+        seen.clear()
+        got_c = oa.compare(ds, RULES, by=by, as_of=at, sample=3)
+        assert len(seen) == 1
+        want_c = oa.compare(ds, RULES, by=by, as_of=at, sample=3, use_decisions=False)
+        for g, w in zip(got_c, want_c, strict=True):
+            assert_frame_equal(g, w)
+    seen.clear()
+    got = oa.rates(ds, RULES, cluster="task_id", as_of=at)
+    assert seen == []  # the cluster's partials are per run: the slices
+    assert_frame_equal(got, oa.rates(ds, RULES, cluster="task_id", as_of=at, use_decisions=False))
+
+
 def test_a_rule_without_a_store_reads_the_slices(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -8,7 +8,8 @@ beside the Wilson interval (:mod:`ocp_analytics.engine.stats.cluster`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 import polars as pl
@@ -29,7 +30,10 @@ from ocp_analytics.exceptions import OcpAnalyticsError, hint
 
 if TYPE_CHECKING:
     from ocp_analytics.api.evaluation import _Scope
+    from ocp_analytics.api.stored import WindowCodes
 
+# runs counted at a time into flip partials by groups when read run-major (coded_flips)
+FLIP_RUNS = 2_000_000
 # the carried cluster column (carried group keys are _g0, _g1, …)
 CLUSTER = "_cluster"
 # what rates(..., cluster=) adds after ci_high: the decided and accepted counts are the rates' own
@@ -116,11 +120,65 @@ def rate_partials(
         cl = [group_exprs([cluster], schema)[0].alias(CLUSTER)] if cluster is not None else []
         return [*carry(schema), *doc, *cl]
 
+    if clusters is None:
+        # every rule stored: the window run-major, a byte per run and rule (no slice joined)
+        codes = scope.codes(dataset, carry, stacklevel=4, run_ids=flips is not None)
+        if codes is not None:
+            outcomes: list[pl.Series] = []
+            coded_rates(codes, sink, scope.as_of, None if flips is None else outcomes.append)
+            if flips is not None:
+                coded_flips(codes.runs, flips, outcomes)
+            return sink, names, keys, None
     sinks: list[Sink] = [sink]
     sinks += [] if flips is None else [flips]
     sinks += [] if clusters is None else [clusters]
     scope.run(dataset, sinks, carry_all, stacklevel=4)
     return sink, names, keys, clusters
+
+
+def coded_rates(
+    codes: WindowCodes,
+    sink: RatePartials,
+    when: datetime,
+    each: Callable[[pl.Series], None] | None = None,
+) -> None:
+    """Add every rule's rate partials from the window's codes to ``sink`` (its keys carried).
+
+    The partials the evaluation loop's slices would give
+    (:func:`~ocp_analytics.engine.run_codes.coded_partials`), a rule at a
+    time; ``each`` is handed each rule's outcome codes of the window's
+    runs too (the flips', :func:`coded_flips`).
+    """
+    from ocp_analytics.engine.run_codes import CELL, coded_partials, group_index, outcome_codes
+
+    index = group_index(codes.runs, sink.keys)  # every rule's runs share their groups
+    for name, cells in codes.rules():
+        c, h = pl.collect_all(
+            coded_partials(codes.runs, cells, name, when, sink.keys, index, sink.min_tier)
+        )
+        sink.counts.append(c)
+        sink.hists.append(h)
+        if each is not None:
+            each(outcome_codes(cells.get_column(CELL)))
+
+
+def coded_flips(runs: pl.DataFrame, flips: FlipPartials, outcomes: Sequence[pl.Series]) -> None:
+    """Add the flip partials of ``runs`` (``run_id`` and the sink's keys) to ``flips``.
+
+    ``outcomes``: each rule's outcome codes of those runs, in the rules'
+    order (:func:`coded_rates`' ``each``), counted as outcome vectors.
+    """
+    from ocp_analytics.engine.flips import vector_counts, vector_words
+
+    # with groups, a few million runs at a time (the partials add up): grouping every run by
+    # group and vector at once held GBs; without, one pass is the faster (RESULTS.md, "Compare
+    # run-major")
+    step = FLIP_RUNS if flips.keys else max(runs.height, 1)
+    for lo in range(0, runs.height, step):
+        part = runs.slice(lo, step).select("run_id", *flips.keys)
+        words = vector_words([o.slice(lo, step) for o in outcomes])
+        vectors = part.with_columns(words)
+        flips.parts.append(vector_counts(vectors, flips.names, flips.sample, flips.keys))
 
 
 def with_cluster(

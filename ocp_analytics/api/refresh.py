@@ -266,6 +266,14 @@ def _reads(table: pl.LazyFrame, cols: Sequence[str]) -> pl.LazyFrame:
     return table.select(c for c in cols if c in have)
 
 
+def _again_ids(plans: list[_Plan]) -> tuple[list[_Plan], pl.Series]:
+    """The plans that decide some run again, and those runs' ``doc_id`` (sorted, each once)."""
+    plans = [p for p in plans if p.again.len()]
+    if not plans:
+        return [], pl.Series("doc_id", [], pl.Int64)
+    return plans, pl.concat([p.again for p in plans]).unique().sort()
+
+
 def _again_tables(ds: Dataset, plans: list[_Plan]) -> dict[str, pl.LazyFrame]:
     """The tables of the runs some plan decides again, the columns the engine reads in memory.
 
@@ -273,10 +281,9 @@ def _again_tables(ds: Dataset, plans: list[_Plan]) -> dict[str, pl.LazyFrame]:
     signal of those runs: the rule set's codes take their latest scores
     from them (api/set_codes.py) instead of reading the parts once more.
     """
-    plans = [p for p in plans if p.again.len()]
+    plans, ids = _again_ids(plans)
     if not plans:
         return {}
-    ids = pl.concat([p.again for p in plans]).unique().sort()
     keep = pl.col("doc_id").is_in(ids.implode())
     # the runs decided again are current versions: read from the parts holding them only
     held = ds.holding(id_spans(ids), SLICED_TABLES)
@@ -298,10 +305,9 @@ def _decide_again(
 
     ``read``: :func:`_again_tables` of these plans, read already.
     """
-    plans = [p for p in plans if p.again.len()]
+    plans, ids = _again_ids(plans)
     if not plans:
         return {}
-    ids = pl.concat([p.again for p in plans]).unique().sort()
     tables = dict(_again_tables(ds, plans) if read is None else read)
     tables["events"] = ds.frames["events"]
     tables = dict(without_absent_links(tables, ds.signal_links))

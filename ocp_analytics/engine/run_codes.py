@@ -20,6 +20,7 @@ from datetime import datetime
 
 import polars as pl
 
+from ocp_analytics._typing import Tier
 from ocp_analytics.engine.acceptance import OUTPUT_SCHEMA
 from ocp_analytics.engine.flips import outcome_code
 from ocp_analytics.engine.rates import ATT, partials
@@ -128,6 +129,7 @@ def coded_partials(
     as_of: datetime,
     keys: Sequence[str],
     index: tuple[pl.Series, pl.DataFrame] | None = None,
+    min_tier: Tier | None = None,
 ) -> tuple[pl.LazyFrame, pl.LazyFrame]:
     """One rule's rate partials (:func:`~ocp_analytics.engine.rates.partials`) from its cells.
 
@@ -136,7 +138,8 @@ def coded_partials(
     the run has no row under the rule, and counts nowhere). Each distinct
     (groups, cell, attempts) row is decoded once and counted with the
     number of runs it stands for. ``index``: :func:`group_index` of
-    ``groups``, when computed once for several rules.
+    ``groups``, when computed once for several rules; ``min_tier`` as for
+    :func:`~ocp_analytics.engine.rates.partials`.
 
     Examples
     --------
@@ -165,7 +168,7 @@ def coded_partials(
             pl.lit(as_of, OUTPUT_SCHEMA["as_of"]).alias("as_of"),
         )
     )
-    return partials(distinct, keys, None, weight="_runs")
+    return partials(distinct, keys, min_tier, weight="_runs")
 
 
 def _distinct(frame: pl.LazyFrame, groups: int) -> pl.LazyFrame:
@@ -187,7 +190,8 @@ def _distinct(frame: pl.LazyFrame, groups: int) -> pl.LazyFrame:
     bits = 8 if att == pl.UInt8 else 16 if att == pl.UInt16 else None
     if bits is None:  # attempts in a wide type: the three columns
         return frame.group_by(_GID, CELL, ATT).agg(pl.len().alias("_runs"))
-    # the cell (7 bits) and a null flag above the attempts, the group above them
+    # the cell (a byte; its codes need 7 bits) and a null flag above the attempts, the group
+    # above them
     low = 1 << (bits + 9)
     wide = pl.UInt32 if groups * low <= 1 << 32 else pl.UInt64
     packed = (

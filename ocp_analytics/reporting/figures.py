@@ -122,22 +122,12 @@ def _from_codes(
     The rates' counts and histograms per rule (of every run); the flips'
     outcome vectors of the current window's runs, all rules at once.
     """
-    from ocp_analytics.engine.flips import vector_counts, vector_words
-    from ocp_analytics.engine.run_codes import CELL, coded_partials, group_index, outcome_codes
+    from ocp_analytics.api._partials import coded_flips, coded_rates
 
-    keys = fine.keys
     current = codes.runs.get_column("_w")
-    index = group_index(codes.runs, keys)  # every rule's runs share their groups
-    outcomes = []
-    for name, cells in codes.rules():
-        c, h = pl.collect_all(coded_partials(codes.runs, cells, name, when, keys, index))
-        fine.counts.append(c)
-        fine.hists.append(h)
-        outcomes.append(outcome_codes(cells.get_column(CELL).filter(current)))
-    runs = codes.runs.filter(current).select("run_id")
-    if runs.height:
-        vectors = runs.with_columns(vector_words(outcomes))
-        flips.parts.append(vector_counts(vectors, flips.names, flips.sample))
+    outcomes: list[pl.Series] = []
+    coded_rates(codes, fine, when, lambda o: outcomes.append(o.filter(current)))
+    coded_flips(codes.runs.filter(current), flips, outcomes)
 
 
 def _evaluate(ctx: Context) -> tuple[dict[str, pl.DataFrame], WindowCodes | None]:
