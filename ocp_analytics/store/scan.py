@@ -223,7 +223,7 @@ class Dataset:
             return {t: self.scans.get(t, self.frames[t]) for t in tables}
         live = self.parts.entries if self.parts is not None else None
         files = parts_meeting(self.records, spans, tables, live or None)
-        check = PartCheck(self.path, self.records)
+        check = PartCheck(self.path, self.records, self._memo.get("parsed"))
         return {t: _scan(self.path, files[t], t, check) for t in tables}
 
     def __getitem__(self, name: str) -> pl.LazyFrame:
