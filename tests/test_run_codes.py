@@ -107,6 +107,16 @@ def _spy(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return seen
 
 
+def _refreshed_then_ingested(tmp_path: Path) -> Path:
+    """120 runs refreshed, then 40 more ingested (their rows decided again at read time)."""
+    ds = tmp_path / "ds"
+    docs = _docs(0, 160)
+    oa.ingest(_write(tmp_path / "a.ndjson", docs[:120]), ds)
+    oa.refresh(ds, RULES, as_of="2026-11-10T00:00:00Z")
+    oa.ingest(_write(tmp_path / "b.ndjson", docs[120:]), ds)
+    return ds
+
+
 @pytest.mark.parametrize("since", [None, "120d"])
 def test_the_report_from_the_stores_run_major_is_the_report_from_raw(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, since: str | None
@@ -114,11 +124,7 @@ def test_the_report_from_the_stores_run_major_is_the_report_from_raw(
     """Every data file is the same read run-major from the stores as from raw: over every run
     and over a window, by two groups, after a later ingest (rows decided again in memory)."""
     pytest.importorskip("altair")
-    ds = tmp_path / "ds"
-    docs = _docs(0, 160)
-    oa.ingest(_write(tmp_path / "a.ndjson", docs[:120]), ds)
-    oa.refresh(ds, RULES, as_of="2026-11-10T00:00:00Z")
-    oa.ingest(_write(tmp_path / "b.ndjson", docs[120:]), ds)
+    ds = _refreshed_then_ingested(tmp_path)
     seen = _spy(monkeypatch)
     # the sweep's latest scores found 7 runs at a time: many chunks
     monkeypatch.setattr(sys.modules["ocp_analytics.api.set_codes"], "SCORE_RUNS", 7)
@@ -148,11 +154,7 @@ def test_rates_and_compare_from_the_stores_run_major_are_those_from_raw(
     when every rule is stored, with the frames of a full evaluation: by groups and periods, a
     window and a filter, a minimum tier, after a later ingest; with a cluster (its partials
     per run) the slices."""
-    ds = tmp_path / "ds"
-    docs = _docs(0, 160)
-    oa.ingest(_write(tmp_path / "a.ndjson", docs[:120]), ds)
-    oa.refresh(ds, RULES, as_of="2026-11-10T00:00:00Z")
-    oa.ingest(_write(tmp_path / "b.ndjson", docs[120:]), ds)
+    ds = _refreshed_then_ingested(tmp_path)
     seen = _spy(monkeypatch)
     at = "2026-12-01T00:00:00Z"
     calls: list[dict[str, object]] = [

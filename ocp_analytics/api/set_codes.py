@@ -444,9 +444,7 @@ def write_set(
     the signals of the runs decided again, read already (else read here);
     ``night``: the night's entry built already (:func:`night_entry`).
     """
-    labels = [p.label for p in after]
-    rules = {p.label: p.target for p in after}
-    names = sorted({r.score.name for r in rules.values() if r is not None and r.score is not None})
+    labels, rules, names = _rule_set(after)
     stores = _identity(after)
     meta = {
         "kind": "codes",
@@ -460,7 +458,7 @@ def write_set(
         "as_of": when.isoformat(),
     }
     record = store.latest()
-    same = record is not None and record.get("kind") == "codes" and record["labels"] == labels
+    same = record is not None and _same_set(record, labels)
     unchanged = same and record is not None and record["stores"] == stores
     if unchanged and record["as_of"] == meta["as_of"] and record["dataset_seq"] == ds.snapshot:  # type: ignore[index]
         return  # nothing changed since
@@ -484,6 +482,18 @@ def write_set(
     store.commit(gen, None, None, {**meta, "rows": ids.len()})
 
 
+def _rule_set(plans: Sequence[Any]) -> tuple[list[str], dict[str, Rule | None], list[str]]:
+    """The plans' labels, each label's rule, and the score names the table keeps (sorted)."""
+    rules = {p.label: p.target for p in plans}
+    names = {r.score.name for r in rules.values() if r is not None and r.score is not None}
+    return [p.label for p in plans], rules, sorted(names)
+
+
+def _same_set(record: dict[str, Any], labels: Sequence[str]) -> bool:
+    """Whether the table's ``record`` holds the codes of the rules ``labels``, in that order."""
+    return record.get("kind") == "codes" and record["labels"] == list(labels)
+
+
 def _follows(record: dict[str, Any], before: Sequence[Any]) -> bool:
     """Whether the table's ``record`` was built from the stores' records ``before`` (a night's)."""
     return record["stores"] == _identity(before) and all(p.record is not None for p in before)
@@ -503,13 +513,9 @@ def night_entry(
     committed: a refresh builds it while the stores' records are written.
     """
     record = store.latest()
-    labels = [p.label for p in before]
-    if record is None or record.get("kind") != "codes" or record["labels"] != labels:
+    labels, rules, names = _rule_set(before)
+    if record is None or not _same_set(record, labels) or not _follows(record, before):
         return None
-    if not _follows(record, before):
-        return None
-    rules = {p.label: p.target for p in before}
-    names = sorted({r.score.name for r in rules.values() if r is not None and r.score is not None})
     return _night(ds, labels, rules, again, when, names, signals)
 
 
